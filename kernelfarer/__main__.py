@@ -1,0 +1,3 @@
+from kernelfarer.cli import main
+
+raise SystemExit(main())

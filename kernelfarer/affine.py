@@ -1,0 +1,262 @@
+"""Integer index expressions as polynomials over loop iterators and nest-invariant parameters.
+
+``A[i*lda + k]`` becomes ``{(i, lda): 1, (k,): 1}``.  Delinearization asks for the coefficient of
+each iterator (``lda`` for i, ``1`` for k): an index is usable when it is linear in the iterators
+with parameter-polynomial coefficients.  Conversion follows C's integer semantics closely enough to
+refuse what it cannot model: anything but +, -, * and integer constants over identifiers, and
+arithmetic in unsigned types narrower than 64 bits (which may wrap where the rewrite would not).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from pycparser import c_ast
+
+from kernelfarer import ctype
+from kernelfarer.ctype import Scalar, Scope
+
+Monomial = tuple[str, ...]
+
+
+class NotAffine(Exception):
+    """The expression is outside what the model can represent; the message says why."""
+
+
+@dataclass(frozen=True)
+class Poly:
+    terms: tuple[tuple[Monomial, int], ...]
+
+    # -- construction ----------------------------------------------------------------------------
+
+    @staticmethod
+    def of(mapping: dict[Monomial, int]) -> "Poly":
+        return Poly(tuple(sorted((m, c) for m, c in mapping.items() if c != 0)))
+
+    @staticmethod
+    def const(value: int) -> "Poly":
+        return Poly.of({(): value})
+
+    @staticmethod
+    def symbol(name: str) -> "Poly":
+        return Poly.of({(name,): 1})
+
+    def as_dict(self) -> dict[Monomial, int]:
+        return dict(self.terms)
+
+    # -- arithmetic ------------------------------------------------------------------------------
+
+    def __add__(self, other: "Poly") -> "Poly":
+        out = self.as_dict()
+        for m, c in other.terms:
+            out[m] = out.get(m, 0) + c
+        return Poly.of(out)
+
+    def __neg__(self) -> "Poly":
+        return Poly.of({m: -c for m, c in self.terms})
+
+    def __sub__(self, other: "Poly") -> "Poly":
+        return self + (-other)
+
+    def __mul__(self, other: "Poly") -> "Poly":
+        out: dict[Monomial, int] = {}
+        for m1, c1 in self.terms:
+            for m2, c2 in other.terms:
+                m = tuple(sorted(m1 + m2))
+                out[m] = out.get(m, 0) + c1 * c2
+        return Poly.of(out)
+
+    # -- queries ---------------------------------------------------------------------------------
+
+    def symbols(self) -> set[str]:
+        return {s for m, _ in self.terms for s in m}
+
+    def is_const(self) -> bool:
+        return all(m == () for m, _ in self.terms)
+
+    def const_value(self) -> int | None:
+        if not self.is_const():
+            return None
+        return dict(self.terms).get((), 0)
+
+    def is_zero(self) -> bool:
+        return not self.terms
+
+    def split(self, iterators: Iterable[str]) -> tuple[dict[str, "Poly"], "Poly"]:
+        """Coefficients of each iterator and the iterator-free rest.  Raises NotAffine when a
+        monomial holds two iterators or an iterator squared."""
+        its = set(iterators)
+        coeffs: dict[str, dict[Monomial, int]] = {}
+        rest: dict[Monomial, int] = {}
+        for m, c in self.terms:
+            hit = [s for s in m if s in its]
+            if not hit:
+                rest[m] = c
+                continue
+            if len(hit) > 1:
+                raise NotAffine(f"product of loop iterators {' * '.join(hit)} in an index")
+            others = list(m)
+            others.remove(hit[0])
+            slot = coeffs.setdefault(hit[0], {})
+            slot[tuple(others)] = slot.get(tuple(others), 0) + c
+        return {v: Poly.of(t) for v, t in coeffs.items()}, Poly.of(rest)
+
+    def substitute(self, name: str, value: "Poly") -> "Poly":
+        out = Poly.const(0)
+        for m, c in self.terms:
+            term = Poly.const(c)
+            for s in m:
+                term = term * (value if s == name else Poly.symbol(s))
+            out = out + term
+        return out
+
+    def to_c(self, render: Callable[[str], str] = lambda s: s) -> str:
+        """C text; every symbol is cast to kf_index so the arithmetic is 64-bit signed."""
+        if not self.terms:
+            return "0"
+        parts = []
+        for m, c in self.terms:
+            factors = [f"(kf_index)({render(s)})" for s in m]
+            if not factors:
+                parts.append((c < 0, str(abs(c))))
+                continue
+            if abs(c) != 1:
+                factors.insert(0, str(abs(c)))
+            parts.append((c < 0, " * ".join(factors)))
+        text = ("-" if parts[0][0] else "") + parts[0][1]
+        for negative, body in parts[1:]:
+            text += (" - " if negative else " + ") + body
+        if len(parts) == 1 and not parts[0][0] and text.isdigit():
+            return text
+        return f"({text})"
+
+    def pretty(self) -> str:
+        """The polynomial as a person would write it: i*lda + k."""
+        if not self.terms:
+            return "0"
+        text = ""
+        for monomial, c in sorted(self.terms, key=lambda t: (-len(t[0]), t[0])):
+            body = "*".join(monomial) if monomial else str(abs(c))
+            if monomial and abs(c) != 1:
+                body = f"{abs(c)}*{body}"
+            if not text:
+                text = ("-" if c < 0 else "") + body
+            else:
+                text += (" - " if c < 0 else " + ") + body
+        return text
+
+    def __str__(self) -> str:
+        return self.pretty()
+
+
+def int_constant(node: c_ast.Constant) -> tuple[int, Scalar]:
+    """Value and type of an integer literal."""
+    text = node.value.lower()
+    suffix = ""
+    while text and text[-1] in "ul":
+        suffix = text[-1] + suffix
+        text = text[:-1]
+    if text.startswith("0x"):
+        value = int(text, 16)
+    elif text.startswith("0b"):
+        value = int(text[2:], 2)
+    elif len(text) > 1 and text.startswith("0"):
+        value = int(text, 8)
+    else:
+        value = int(text)
+    unsigned = "u" in suffix
+    bits = 64 if "l" in suffix or value > 0x7FFFFFFF else 32
+    if unsigned:
+        return value, ctype.ULONG if bits == 64 else ctype.UINT
+    return value, ctype.LONG if bits == 64 else ctype.INT
+
+
+class IndexConverter:
+    """Converts integer index/bound expressions of one nest to Poly.
+
+    `iterators` are the nest's loop variables; any other identifier must be an invariant parameter
+    of integer type (the caller checks invariance).  Every parameter met is recorded in `params`.
+    """
+
+    def __init__(self, scope: Scope, iterators: Iterable[str]) -> None:
+        self.scope = scope
+        self.iterators = set(iterators)
+        self.params: set[str] = set()
+
+    def convert(self, node: c_ast.Node) -> Poly:
+        poly, _ = self._convert(node)
+        return poly
+
+    def type_of(self, node: c_ast.Node) -> Scalar:
+        return self._convert(node)[1]
+
+    def _convert(self, node: c_ast.Node) -> tuple[Poly, Scalar]:
+        if isinstance(node, c_ast.Constant):
+            if node.type not in ("int", "long int", "unsigned int", "long long int",
+                                 "unsigned long int", "unsigned long long int", "long", "unsigned"):
+                if node.type == "char":
+                    raise NotAffine("character constant in an index")
+                raise NotAffine(f"non-integer constant {node.value} in an index")
+            value, t = int_constant(node)
+            return Poly.const(value), t
+        if isinstance(node, c_ast.ID):
+            t = self.scope.type_of(node.name)
+            if t is None:
+                raise NotAffine(f"'{node.name}' is not a declared variable")
+            if not isinstance(t, Scalar) or t.kind != "int":
+                raise NotAffine(f"'{node.name}' is not an integer")
+            if t.volatile:
+                raise NotAffine(f"'{node.name}' is volatile")
+            if node.name not in self.iterators:
+                self.params.add(node.name)
+            return Poly.symbol(node.name), ctype.strip_qualifiers(t)
+        if isinstance(node, c_ast.UnaryOp):
+            if node.op == "-":
+                p, t = self._convert(node.expr)
+                t = ctype.promote(t)
+                self._check_wrap(t, "-")
+                return -p, t
+            if node.op == "+":
+                p, t = self._convert(node.expr)
+                return p, ctype.promote(t)
+            raise NotAffine(f"operator '{node.op}' in an index")
+        if isinstance(node, c_ast.BinaryOp):
+            if node.op not in ("+", "-", "*"):
+                raise NotAffine(f"operator '{node.op}' in an index")
+            left, lt = self._convert(node.left)
+            right, rt = self._convert(node.right)
+            t = ctype.usual_conversion(lt, rt)
+            self._check_wrap(t, node.op)
+            if node.op == "+":
+                return left + right, t
+            if node.op == "-":
+                return left - right, t
+            return left * right, t
+        if isinstance(node, c_ast.Cast):
+            target = ctype.resolve(node.to_type, self.scope.typedefs)
+            if not isinstance(target, Scalar) or target.kind != "int":
+                raise NotAffine("cast to a non-integer type in an index")
+            p, t = self._convert(node.expr)
+            if target.bits < t.bits or (target.bits == t.bits and target.signed != t.signed
+                                        and target.bits < 64):
+                raise NotAffine(f"narrowing cast to {target.spelling} in an index")
+            return p, ctype.strip_qualifiers(target)
+        raise NotAffine(f"{_describe(node)} in an index")
+
+    @staticmethod
+    def _check_wrap(t: Scalar, op: str) -> None:
+        if t.kind == "int" and not t.signed and t.bits < 64:
+            raise NotAffine(f"'{op}' in {t.spelling} index arithmetic may wrap around")
+
+
+def _describe(node: c_ast.Node) -> str:
+    if isinstance(node, c_ast.FuncCall):
+        return "function call"
+    if isinstance(node, c_ast.ArrayRef):
+        return "array element (indirect subscript)"
+    if isinstance(node, c_ast.StructRef):
+        return "struct member"
+    if isinstance(node, c_ast.TernaryOp):
+        return "conditional expression"
+    return type(node).__name__

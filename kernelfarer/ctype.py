@@ -1,0 +1,208 @@
+"""Just enough of C's type system to reason about loop nests: scalar types, pointers, arrays,
+qualifiers, typedefs, scopes, and the usual arithmetic conversions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pycparser import c_ast
+
+# (bits, signed) of the standard integer types on LP64 Linux targets.
+_INTEGER_BITS = {
+    "_Bool": 8, "char": 8, "short": 16, "int": 32, "long": 64, "long long": 64,
+}
+
+
+@dataclass(frozen=True)
+class Scalar:
+    kind: str            # "int" or "float"
+    bits: int
+    signed: bool = True
+    spelling: str = ""   # "float", "double", "unsigned int", ...
+    volatile: bool = False
+
+    @property
+    def rank(self) -> int:
+        return self.bits
+
+
+@dataclass(frozen=True)
+class Pointer:
+    to: "CType"
+    restrict: bool = False
+    volatile: bool = False
+
+
+@dataclass(frozen=True)
+class Array:
+    of: "CType"
+    dim: c_ast.Node | None        # None for [] (incomplete) parameters
+
+
+@dataclass(frozen=True)
+class Other:
+    """Structs, functions, anything the recognizer only needs to know is not arithmetic."""
+
+    what: str
+    volatile: bool = False
+
+
+CType = Scalar | Pointer | Array | Other
+
+INT = Scalar("int", 32, True, "int")
+LONG = Scalar("int", 64, True, "long")
+ULONG = Scalar("int", 64, False, "unsigned long")
+UINT = Scalar("int", 32, False, "unsigned int")
+DOUBLE = Scalar("float", 64, True, "double")
+FLOAT = Scalar("float", 32, True, "float")
+
+
+def scalar_from_names(names: list[str], typedefs: dict[str, c_ast.Node]) -> CType:
+    words = [w for w in names if w not in ("signed",)]
+    unsigned = "unsigned" in words
+    words = [w for w in words if w != "unsigned"]
+    if not words and (unsigned or "signed" in names):
+        words = ["int"]
+    if words in (["float"],):
+        return FLOAT
+    if words in (["double"],):
+        return DOUBLE
+    if "double" in words:  # long double
+        return Scalar("float", 128, True, "long double")
+    if len(words) == 1 and words[0] in typedefs:
+        return resolve(typedefs[words[0]], typedefs)
+    core = [w for w in words if w != "int"] or ["int"]
+    key = " ".join(core)
+    if key == "long long" or core == ["long", "long"]:
+        key = "long long"
+    bits = _INTEGER_BITS.get(key)
+    if bits is None:
+        return Other(" ".join(names))
+    signed = not unsigned and key != "_Bool"
+    spelling = ("unsigned " if unsigned else "") + ("long long" if key == "long long" else key)
+    return Scalar("int", bits, signed, spelling)
+
+
+def resolve(node: c_ast.Node, typedefs: dict[str, c_ast.Node]) -> CType:
+    """The CType of a declarator (the `type` of a Decl, Typedef or Typename)."""
+    if isinstance(node, c_ast.TypeDecl):
+        volatile = "volatile" in (node.quals or [])
+        inner = node.type
+        if isinstance(inner, c_ast.IdentifierType):
+            t = scalar_from_names(inner.names, typedefs)
+        elif isinstance(inner, (c_ast.Struct, c_ast.Union)):
+            t = Other(f"struct {inner.name}")
+        elif isinstance(inner, c_ast.Enum):
+            t = INT
+        else:
+            t = Other(type(inner).__name__)
+        return _with_volatile(t, volatile)
+    if isinstance(node, c_ast.PtrDecl):
+        quals = node.quals or []
+        return Pointer(resolve(node.type, typedefs), restrict="restrict" in quals,
+                       volatile="volatile" in quals)
+    if isinstance(node, c_ast.ArrayDecl):
+        return Array(resolve(node.type, typedefs), node.dim)
+    if isinstance(node, (c_ast.Typedef, c_ast.Typename, c_ast.Decl)):
+        return resolve(node.type, typedefs)
+    return Other(type(node).__name__)
+
+
+def _with_volatile(t: CType, volatile: bool) -> CType:
+    if not volatile:
+        return t
+    if isinstance(t, Scalar):
+        return Scalar(t.kind, t.bits, t.signed, t.spelling, True)
+    if isinstance(t, Other):
+        return Other(t.what, True)
+    return t
+
+
+def is_volatile(t: CType) -> bool:
+    """True when any level of the type (the object or what it points to) is volatile."""
+    while True:
+        if isinstance(t, (Scalar, Other)):
+            return t.volatile
+        if isinstance(t, Pointer):
+            if t.volatile:
+                return True
+            t = t.to
+        elif isinstance(t, Array):
+            t = t.of
+        else:
+            return False
+
+
+def element(t: CType) -> CType | None:
+    """The type of t[...]."""
+    if isinstance(t, Pointer):
+        return t.to
+    if isinstance(t, Array):
+        return t.of
+    return None
+
+
+def promote(t: Scalar) -> Scalar:
+    if t.kind == "int" and t.bits < 32:
+        return INT
+    return t
+
+
+def usual_conversion(a: Scalar, b: Scalar) -> Scalar:
+    """The common type of a binary arithmetic operation (C11 6.3.1.8)."""
+    if a.kind == "float" or b.kind == "float":
+        floats = [t for t in (a, b) if t.kind == "float"]
+        return max(floats, key=lambda t: t.bits)
+    a, b = promote(a), promote(b)
+    if a.signed == b.signed:
+        return a if a.bits >= b.bits else b
+    unsigned, signed = (a, b) if not a.signed else (b, a)
+    if unsigned.bits >= signed.bits:
+        return unsigned
+    return signed
+
+
+def strip_qualifiers(t: Scalar) -> Scalar:
+    return Scalar(t.kind, t.bits, t.signed, t.spelling)
+
+
+class Scope:
+    """Names visible at a point of a function: innermost declaration wins."""
+
+    def __init__(self, typedefs: dict[str, c_ast.Node]) -> None:
+        self.typedefs = typedefs
+        self._frames: list[dict[str, c_ast.Decl]] = [{}]
+        self._params: set[int] = set()
+
+    def push(self) -> None:
+        self._frames.append({})
+
+    def pop(self) -> None:
+        self._frames.pop()
+
+    def declare(self, decl: c_ast.Decl) -> None:
+        if decl.name:
+            self._frames[-1][decl.name] = decl
+
+    def declare_param(self, decl: c_ast.Decl) -> None:
+        self.declare(decl)
+        self._params.add(id(decl))
+
+    def is_param(self, decl: c_ast.Decl) -> bool:
+        return id(decl) in self._params
+
+    def lookup(self, name: str) -> c_ast.Decl | None:
+        for frame in reversed(self._frames):
+            if name in frame:
+                return frame[name]
+        return None
+
+    def snapshot(self) -> "Scope":
+        copy = Scope(self.typedefs)
+        copy._frames = [dict(f) for f in self._frames]
+        copy._params = self._params
+        return copy
+
+    def type_of(self, name: str) -> CType | None:
+        decl = self.lookup(name)
+        return None if decl is None else resolve(decl.type, self.typedefs)

@@ -1,0 +1,61 @@
+"""Source locations, remarks and errors, printed the way compilers print them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class SourceLocation:
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+class KernelfarerError(Exception):
+    """A user-facing error; printed as ``file:line:col: error: message`` (or ``error: message``)."""
+
+    def __init__(self, message: str, location: SourceLocation | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.location = location
+
+    def __str__(self) -> str:
+        where = f"{self.location}: " if self.location else ""
+        return f"{where}error: {self.message}"
+
+
+@dataclass(frozen=True)
+class Remark:
+    """What kernelfarer decided about one loop nest."""
+
+    location: SourceLocation
+    kind: str            # "gemm" when recognized, otherwise "loop-nest"
+    replaced: bool
+    reason: str          # why it was not replaced ("" when replaced)
+    details: tuple[tuple[str, object], ...] = ()   # extra report fields (sizes, layouts, kernel)
+
+    def message(self) -> str:
+        if self.replaced:
+            d = dict(self.details)
+            guards = len(d.get("guards", ()))
+            return (f"{self.location}: remark: replaced {d['dtype']} GEMM {d['description']} "
+                    f"({d['sizes']}; {d['layouts']}) with kernel {d['kernel']}"
+                    f" [{d['blocking']}; {guards} run-time check{'s' if guards != 1 else ''}]")
+        return f"{self.location}: remark: not replaced: {self.reason}"
+
+    def to_json(self) -> dict:
+        entry = {
+            "file": self.location.file,
+            "line": self.location.line,
+            "column": self.location.column,
+            "kind": self.kind,
+            "replaced": self.replaced,
+            "reason": self.reason,
+        }
+        entry.update(self.details)
+        return entry
+

@@ -1,0 +1,75 @@
+"""Emission: render resolved plans and specs into C with the Jinja templates.
+
+The driver's loop nest is produced by isl's AST builder from the layered schedule
+(transforms/blocking.py) and printed by islc.py; the statements of that schedule are Jinja macros
+(templates/statements.c.j2).  Templates only substitute: every value they print is resolved here or
+in the plan.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import jinja2
+
+from kernelfarer import __version__
+from kernelfarer.islc import AstPrinter
+from kernelfarer import templates
+from kernelfarer.plan import KernelPlan
+from kernelfarer.spec import CInit, GemmSpec
+from kernelfarer.transforms import blocking
+
+
+@functools.lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(os.path.dirname(templates.__file__)),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def driver_loops(plan: KernelPlan, indent: str = "    ") -> str:
+    """The driver's loops: the layered schedule through isl's AST builder, statements rendered by
+    the statement macros."""
+    layered = blocking.layered_schedule(
+        blocking.gemm_domain(params=("M", "N", "K")),
+        mc=plan.mc, kc=plan.kc, nc=plan.nc, mr=plan.mr, nr=plan.nr)
+    ast = blocking.build_ast(layered)
+    macros = environment().get_template("statements.c.j2").make_module({"plan": plan})
+
+    def statement(name: str, args: list[str]) -> str:
+        return str(getattr(macros, name)(*args)).strip()
+
+    printer = AstPrinter(statement, rename={"M": "m", "N": "n", "K": "k"})
+    return printer.node(ast, indent)
+
+
+def render_prelude(plans: list[KernelPlan]) -> str:
+    headers = sorted({h for p in plans for h in p.target.headers})
+    return environment().get_template("prelude.c.j2").render(version=__version__, headers=headers)
+
+
+def render_driver(plan: KernelPlan) -> str:
+    return environment().get_template("driver.c.j2").render(plan=plan, loops=driver_loops(plan))
+
+
+def render_call(spec: GemmSpec, plan: KernelPlan, original: str, indent: str) -> str:
+    load_c = 0 if spec.init is CInit.OVERWRITE else 1
+    text = environment().get_template("callsite.c.j2").render(
+        spec=spec, plan=plan, original=original, indent=indent, load_c=load_c)
+    return text.rstrip("\n")
+
+
+def render_support(plans: list[KernelPlan]) -> str:
+    """Prelude and one driver (with its kernel and packing routines) per distinct plan."""
+    seen: dict[str, KernelPlan] = {}
+    for plan in plans:
+        seen.setdefault(plan.driver_name, plan)
+    parts = [render_prelude(list(seen.values()))]
+    parts += [render_driver(plan) for plan in seen.values()]
+    return "\n".join(parts) + "/* ---- end of kernelfarer support code ---- */\n\n"

@@ -1,0 +1,235 @@
+"""Frontend: preprocess with clang, parse with pycparser, and map AST nodes back to the original text.
+
+pycparser parses preprocessed C; clang's line markers keep every node's coordinate in terms of the
+user's file.  Real system headers (glibc, clang's own) use GNU extensions pycparser does not know,
+so they are neutralized with macro definitions given to the preprocessor only: the text that is
+rewritten is always the user's original file, untouched.
+
+pycparser gives start positions only.  The end of a statement is found from the tokens of the
+original text (see ``scan``), guided by the AST's shape: a nest ends at the brace or semicolon that
+closes its innermost body.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from pycparser import c_ast, c_parser
+
+from kernelfarer.diagnostics import KernelfarerError, SourceLocation
+from kernelfarer.scan import Token, tokenize
+from kernelfarer.toolchain import clang_path
+
+# Spelled for the preprocessor only: GNU/clang extensions in real headers that pycparser rejects.
+_EXTENSION_DEFINES = (
+    "-D__attribute__(x)=",
+    "-D__extension__=",
+    "-D__asm__(x)=",
+    "-D__asm(x)=",
+    "-D__restrict=restrict",
+    "-D__restrict__=restrict",
+    "-D__inline=inline",
+    "-D__inline__=inline",
+    "-D__builtin_va_list=void*",
+    "-D__volatile__=volatile",
+    "-D__signed__=signed",
+    "-D__const=const",
+    "-D__typeof__(x)=int",
+    "-D_Nullable=",
+    "-D_Nonnull=",
+    "-D__declspec(x)=",
+    "-D__KERNELFARER__=1",
+)
+
+_CPP_TIMEOUT = 120
+
+
+def preprocess(path: str, cppflags: tuple[str, ...] = ()) -> str:
+    """Run clang -E on the user's file with the user's flags; errors come back in clang's words."""
+    cmd = [clang_path(), "-E", *_EXTENSION_DEFINES, *cppflags, path]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=_CPP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise KernelfarerError(f"preprocessing {path} timed out") from None
+    if done.returncode != 0:
+        first = next((ln for ln in done.stderr.splitlines() if "error" in ln), done.stderr.strip())
+        raise KernelfarerError(f"{path} does not preprocess: {first}")
+    return done.stdout
+
+
+def parse(text: str, path: str) -> c_ast.FileAST:
+    parser = c_parser.CParser()
+    try:
+        return parser.parse(text, path)
+    except c_parser.ParseError as exc:
+        raise _parse_error(str(exc), path) from None
+
+
+def _parse_error(message: str, path: str) -> KernelfarerError:
+    # pycparser says "file:line:col: message"
+    parts = message.split(":", 3)
+    if len(parts) == 4 and parts[1].isdigit() and parts[2].strip().isdigit():
+        loc = SourceLocation(parts[0], int(parts[1]), int(parts[2]))
+        return KernelfarerError(f"cannot parse: {parts[3].strip()}", loc)
+    return KernelfarerError(f"{path}: cannot parse: {message}")
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int     # byte offset of the first character
+    end: int       # offset one past the last character
+
+
+class SourceText:
+    """The user's original file: its text, its tokens, and positions of AST nodes in it."""
+
+    def __init__(self, path: str, text: str) -> None:
+        self.path = path
+        self.text = text
+        self.tokens: list[Token] = tokenize(text)
+        self._by_line: dict[int, list[int]] = {}
+        for index, tok in enumerate(self.tokens):
+            self._by_line.setdefault(tok.line, []).append(index)
+
+    @classmethod
+    def read(cls, path: str) -> "SourceText":
+        try:
+            raw = Path(path).read_bytes()
+        except FileNotFoundError:
+            raise KernelfarerError(f"no such file: {path}") from None
+        except OSError as exc:
+            raise KernelfarerError(f"cannot read {path}: {exc.strerror}") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = raw.decode("latin-1")
+        return cls(path, text)
+
+    def is_here(self, coord) -> bool:
+        return coord is not None and os.path.normpath(str(coord.file)) == os.path.normpath(self.path)
+
+    def location(self, coord) -> SourceLocation:
+        return SourceLocation(self.path, coord.line, coord.column or 1)
+
+    # -- finding statements in the original tokens ------------------------------------------------
+
+    def token_index(self, keyword: str, line: int, rank: int) -> int | None:
+        """The rank-th token spelled `keyword` on `line` (0-based rank), or None."""
+        hits = [i for i in self._by_line.get(line, []) if self.tokens[i].text == keyword]
+        return hits[rank] if 0 <= rank < len(hits) else None
+
+    def statement_span(self, node: c_ast.Node, first_token: int) -> Span | None:
+        """Span of statement `node` whose first token is tokens[first_token]; None if the tokens
+        do not have the shape the AST says (for instance when the statement comes from a macro)."""
+        end = self._statement_end(node, first_token)
+        if end is None:
+            return None
+        return Span(self.tokens[first_token].offset, self.tokens[end].end)
+
+    def _statement_end(self, node: c_ast.Node, i: int) -> int | None:
+        toks = self.tokens
+        if i >= len(toks):
+            return None
+        if isinstance(node, c_ast.Compound):
+            return self._matching(i, "{", "}")
+        if isinstance(node, (c_ast.For, c_ast.While)):
+            keyword = "for" if isinstance(node, c_ast.For) else "while"
+            if toks[i].text != keyword:
+                return None
+            close = self._matching(i + 1, "(", ")")
+            if close is None or node.stmt is None:
+                return None
+            return self._statement_end(node.stmt, close + 1)
+        if isinstance(node, c_ast.If):
+            if toks[i].text != "if":
+                return None
+            close = self._matching(i + 1, "(", ")")
+            if close is None:
+                return None
+            end = self._statement_end(node.iftrue, close + 1)
+            if end is None or node.iffalse is None:
+                return end
+            if end + 1 >= len(toks) or toks[end + 1].text != "else":
+                return None
+            return self._statement_end(node.iffalse, end + 2)
+        return self._simple_end(i)
+
+    def _matching(self, i: int, open_: str, close: str) -> int | None:
+        toks = self.tokens
+        if i >= len(toks) or toks[i].text != open_:
+            return None
+        depth = 0
+        for j in range(i, len(toks)):
+            if toks[j].text == open_:
+                depth += 1
+            elif toks[j].text == close:
+                depth -= 1
+                if depth == 0:
+                    return j
+        return None
+
+    def _simple_end(self, i: int) -> int | None:
+        """The ';' that ends an expression statement or declaration starting at token i."""
+        depth = 0
+        for j in range(i, len(self.tokens)):
+            text = self.tokens[j].text
+            if text in ("(", "[", "{"):
+                depth += 1
+            elif text in (")", "]", "}"):
+                depth -= 1
+                if depth < 0:
+                    return None
+            elif text == ";" and depth == 0:
+                return j
+        return None
+
+    def definition_start(self, name_line: int, name: str) -> int | None:
+        """Offset of the start of the line on which the file-scope definition of `name` begins:
+        the line after the previous top-level `;`, `}` or directive."""
+        hits = [i for i in self._by_line.get(name_line, []) if self.tokens[i].text == name]
+        if not hits:
+            return None
+        depth = 0
+        j = hits[0] - 1
+        while j >= 0:
+            tok = self.tokens[j]
+            if tok.kind == "directive":
+                break
+            if tok.text in (")", "]"):
+                depth += 1
+            elif tok.text in ("(", "["):
+                depth -= 1
+            elif depth == 0 and tok.text in (";", "}"):
+                break
+            j -= 1
+        if j < 0:
+            first = self.tokens[0]
+            return self.text.rfind("\n", 0, first.offset) + 1
+        boundary = self.tokens[j]
+        newline = self.text.find("\n", boundary.end - 1 if boundary.kind == "directive" else boundary.end)
+        return len(self.text) if newline < 0 else newline + 1
+
+    def line_start(self, offset: int) -> int:
+        return self.text.rfind("\n", 0, offset) + 1
+
+    def indentation(self, offset: int) -> str:
+        start = self.line_start(offset)
+        k = start
+        while k < len(self.text) and self.text[k] in " \t":
+            k += 1
+        return self.text[start:k]
+
+
+@dataclass
+class TranslationUnit:
+    source: SourceText
+    ast: c_ast.FileAST
+
+
+def load(path: str, cppflags: tuple[str, ...] = ()) -> TranslationUnit:
+    source = SourceText.read(path)
+    text = preprocess(path, cppflags)
+    return TranslationUnit(source=source, ast=parse(text, path))

@@ -1,0 +1,85 @@
+"""What the host offers: CPU feature flags and cache geometry, read from /proc and sysfs."""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+_SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
+
+
+@dataclass(frozen=True)
+class CacheLevel:
+    level: int
+    size: int            # bytes
+    ways: int
+    line: int            # bytes
+
+    @property
+    def sets(self) -> int:
+        return max(1, self.size // (self.ways * self.line))
+
+
+@dataclass(frozen=True)
+class Caches:
+    l1d: CacheLevel
+    l2: CacheLevel
+    l3: CacheLevel | None
+
+
+# Used when sysfs says nothing (containers, other OSes): a modest, common x86 geometry.
+DEFAULT_CACHES = Caches(
+    l1d=CacheLevel(1, 32 * 1024, 8, 64),
+    l2=CacheLevel(2, 512 * 1024, 8, 64),
+    l3=CacheLevel(3, 8 * 1024 * 1024, 16, 64),
+)
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_flags() -> frozenset[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            return frozenset(value.split())
+    return frozenset()
+
+
+def _parse_size(text: str) -> int:
+    text = text.strip()
+    scale = {"K": 1024, "M": 1024 * 1024, "G": 1024 ** 3}.get(text[-1:].upper(), 1)
+    return int(text.rstrip("KMGkmg")) * scale
+
+
+def read_caches(root: Path = _SYSFS_CACHE) -> Caches:
+    """Data/unified caches of cpu0 from sysfs; DEFAULT_CACHES for any level that is missing."""
+    found: dict[int, CacheLevel] = {}
+    try:
+        entries = sorted(p for p in root.iterdir() if p.name.startswith("index"))
+    except OSError:
+        entries = []
+    for entry in entries:
+        try:
+            if (entry / "type").read_text().strip() not in ("Data", "Unified"):
+                continue
+            level = int((entry / "level").read_text())
+            size = _parse_size((entry / "size").read_text())
+            ways = int((entry / "ways_of_associativity").read_text() or 0) or 8
+            line = int((entry / "coherency_line_size").read_text() or 0) or 64
+        except (OSError, ValueError):
+            continue
+        found[level] = CacheLevel(level, size, ways, line)
+    return Caches(
+        l1d=found.get(1, DEFAULT_CACHES.l1d),
+        l2=found.get(2, DEFAULT_CACHES.l2),
+        l3=found.get(3, DEFAULT_CACHES.l3),
+    )
+
+
+def cpu_count() -> int:
+    return os.cpu_count() or 1

@@ -1,0 +1,80 @@
+"""Printing isl AST nodes as C, with our own names for min/max/division and a callback for the
+statements (isl's own printer would need user-defined `min`/`floord` macros in the user's file)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import islpy as isl
+
+_OP = isl.ast_expr_op_type
+_BINARY = {
+    _OP.add: "+", _OP.sub: "-", _OP.mul: "*", _OP.div: "/", _OP.pdiv_q: "/", _OP.pdiv_r: "%",
+    _OP.zdiv_r: "%", _OP.eq: "==", _OP.le: "<=", _OP.lt: "<", _OP.ge: ">=", _OP.gt: ">",
+    _OP.and_: "&&", _OP.and_then: "&&", _OP.or_: "||", _OP.or_else: "||",
+}
+
+Statement = Callable[[str, list[str]], str]   # (statement name, argument texts) -> C statement
+
+
+class AstPrinter:
+    def __init__(self, statement: Statement, *, rename: dict[str, str] | None = None,
+                 index_type: str = "kf_index") -> None:
+        self.statement = statement
+        self.rename = rename or {}
+        self.index_type = index_type
+
+    def expr(self, e: isl.AstExpr) -> str:
+        kind = e.get_type()
+        if kind == isl.ast_expr_type.int:
+            return e.int_get_val().to_str()
+        if kind == isl.ast_expr_type.id:
+            name = e.id_get_id().get_name()
+            return self.rename.get(name, name)
+        op = e.op_get_type()
+        args = [self.expr(e.op_get_arg(i)) for i in range(e.op_get_n_arg())]
+        if op in _BINARY:
+            return f"({args[0]} {_BINARY[op]} {args[1]})"
+        if op == _OP.minus:
+            return f"(-{args[0]})"
+        if op in (_OP.min, _OP.max):
+            fn = "kf_min" if op == _OP.min else "kf_max"
+            text = args[0]
+            for a in args[1:]:
+                text = f"{fn}({text}, {a})"
+            return text
+        if op == _OP.fdiv_q:
+            return f"kf_floordiv({args[0]}, {args[1]})"
+        if op in (_OP.cond, _OP.select):
+            return f"({args[0]} ? {args[1]} : {args[2]})"
+        if op == _OP.call:
+            return f"{args[0]}({', '.join(args[1:])})"
+        raise NotImplementedError(f"isl AST operator {op}")
+
+    def node(self, n: isl.AstNode, indent: str = "") -> str:
+        kind = n.get_type()
+        if kind == isl.ast_node_type.block:
+            children = n.block_get_children()
+            return "".join(self.node(children.get_at(i), indent) for i in range(children.n_ast_node()))
+        if kind == isl.ast_node_type.for_:
+            it = self.expr(n.for_get_iterator())
+            init = self.expr(n.for_get_init())
+            cond = self.expr(n.for_get_cond())
+            inc = self.expr(n.for_get_inc())
+            body = self.node(n.for_get_body(), indent + "    ")
+            return (f"{indent}for ({self.index_type} {it} = {init}; {cond}; {it} += {inc}) {{\n"
+                    f"{body}{indent}}}\n")
+        if kind == isl.ast_node_type.if_:
+            text = f"{indent}if ({self.expr(n.if_get_cond())}) {{\n"
+            text += self.node(n.if_get_then_node(), indent + "    ")
+            if n.if_has_else_node():
+                text += f"{indent}}} else {{\n" + self.node(n.if_get_else_node(), indent + "    ")
+            return text + f"{indent}}}\n"
+        if kind == isl.ast_node_type.user:
+            call = n.user_get_expr()
+            name = self.expr(call.op_get_arg(0))
+            args = [self.expr(call.op_get_arg(i)) for i in range(1, call.op_get_n_arg())]
+            return f"{indent}{self.statement(name, args)}\n"
+        if kind == isl.ast_node_type.mark:
+            return self.node(n.mark_get_node(), indent)
+        raise NotImplementedError(f"isl AST node {kind}")

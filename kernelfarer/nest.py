@@ -1,0 +1,182 @@
+"""Loop-nest structure: the loops of a candidate nest and the statements at each level.
+
+This module only reads syntax: it turns a `for` statement into a LoopNest (three canonical loops
+``for (v = lower; v < upper; v++)`` and the statements around the innermost one) or raises
+NotGemm with the reason.  What the statements compute is decided in recognize.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pycparser import c_ast
+
+from kernelfarer import ctype
+from kernelfarer.affine import IndexConverter, NotAffine, Poly
+from kernelfarer.ctype import Scalar, Scope
+
+
+class NotGemm(Exception):
+    """This nest is not replaced; the message is the reason shown to the user."""
+
+
+@dataclass(frozen=True)
+class Loop:
+    var: str
+    lower: Poly             # first value
+    upper: Poly             # one past the last value
+    node: c_ast.For
+    var_type: Scalar
+    declared_in_for: bool
+    compare_type: Scalar    # the type in which `var < bound` is evaluated
+
+
+@dataclass(frozen=True)
+class LoopNest:
+    loops: tuple[Loop, Loop, Loop]        # outermost first
+    pre: tuple[c_ast.Node, ...]           # statements before the innermost loop (in loop 2's body)
+    body: tuple[c_ast.Node, ...]          # the innermost loop's statements
+    post: tuple[c_ast.Node, ...]          # statements after the innermost loop
+
+    @property
+    def perfect(self) -> bool:
+        return not self.pre and not self.post
+
+
+def _statements(node: c_ast.Node | None) -> list[c_ast.Node]:
+    if node is None:
+        return []
+    if isinstance(node, c_ast.Compound):
+        items = [s for s in (node.block_items or []) if not isinstance(s, c_ast.EmptyStatement)]
+        if len(items) == 1 and isinstance(items[0], c_ast.Compound):
+            return _statements(items[0])
+        return items
+    if isinstance(node, c_ast.EmptyStatement):
+        return []
+    return [node]
+
+
+def _single_for(node: c_ast.Node | None) -> c_ast.For | None:
+    items = _statements(node)
+    if len(items) == 1 and isinstance(items[0], c_ast.For):
+        return items[0]
+    return None
+
+
+def split_nest(outer: c_ast.For) -> tuple[list[c_ast.For], list, list, list]:
+    """The three loops and the pre/body/post statements, or NotGemm."""
+    second = _single_for(outer.stmt)
+    if second is None:
+        raise NotGemm("not a 3-deep loop nest: the outer loop's body is not a single loop")
+    third = _single_for(second.stmt)
+    if third is not None:
+        pre, post = [], []
+    else:
+        items = _statements(second.stmt)
+        fors = [i for i, s in enumerate(items) if isinstance(s, c_ast.For)]
+        if len(fors) != 1:
+            raise NotGemm("not a 3-deep loop nest: the second loop's body does not hold exactly "
+                          "one loop" if fors else "not a 3-deep loop nest (2 loops)")
+        third = items[fors[0]]
+        pre, post = items[:fors[0]], items[fors[0] + 1:]
+    body = _statements(third.stmt)
+    if any(isinstance(s, c_ast.For) for s in body):
+        raise NotGemm("loop nest deeper than 3 loops")
+    if not body:
+        raise NotGemm("the innermost loop has an empty body")
+    return [outer, second, third], pre, body, post
+
+
+def parse_loop(node: c_ast.For, scope: Scope, outer_vars: list[str]) -> Loop:
+    """A canonical counted loop ``for (v = lo; v < hi; v++)`` (also <=, ++v, v += 1, v = v + 1)."""
+    var, lower_node, declared = _loop_init(node, scope)
+    var_type = scope.type_of(var)
+    if not isinstance(var_type, Scalar) or var_type.kind != "int":
+        raise NotGemm(f"loop variable '{var}' is not an integer")
+    if var_type.volatile:
+        raise NotGemm(f"loop variable '{var}' is volatile")
+    if var_type.bits < 32:
+        raise NotGemm(f"loop variable '{var}' is narrower than int ({var_type.spelling})")
+    upper_node, inclusive = _loop_cond(node, var)
+    _loop_step(node, var)
+    conv = IndexConverter(scope, outer_vars + [var])
+    try:
+        lower = conv.convert(lower_node)
+        upper = conv.convert(upper_node)
+        bound_type = conv.type_of(upper_node)
+    except NotAffine as exc:
+        raise NotGemm(f"bound of loop '{var}' is not affine: {exc}") from None
+    for poly, what in ((lower, "lower"), (upper, "upper")):
+        inner = poly.symbols() & set(outer_vars)
+        if inner:
+            raise NotGemm(f"{what} bound of loop '{var}' depends on '{sorted(inner)[0]}' "
+                          "(triangular or non-rectangular iteration space)")
+        if var in poly.symbols():
+            raise NotGemm(f"bound of loop '{var}' depends on the loop variable itself")
+    compare = ctype.usual_conversion(ctype.strip_qualifiers(var_type), bound_type)
+    if not compare.signed:
+        if not var_type.signed and var_type.bits < compare.bits:
+            raise NotGemm(f"loop variable '{var}' ({var_type.spelling}) is narrower than its "
+                          f"bound ({compare.spelling}): the loop may not terminate")
+    elif var_type.bits < compare.bits:
+        raise NotGemm(f"loop variable '{var}' ({var_type.spelling}) is narrower than its bound "
+                      f"({compare.spelling})")
+    if inclusive:
+        upper = upper + Poly.const(1)
+    return Loop(var=var, lower=lower, upper=upper, node=node,
+                var_type=ctype.strip_qualifiers(var_type), declared_in_for=declared,
+                compare_type=compare)
+
+
+def _loop_init(node: c_ast.For, scope: Scope) -> tuple[str, c_ast.Node, bool]:
+    init = node.init
+    if isinstance(init, c_ast.DeclList) and len(init.decls) == 1 and init.decls[0].init is not None:
+        decl = init.decls[0]
+        scope.declare(decl)
+        return decl.name, decl.init, True
+    if (isinstance(init, c_ast.Assignment) and init.op == "="
+            and isinstance(init.lvalue, c_ast.ID)):
+        return init.lvalue.name, init.rvalue, False
+    raise NotGemm("loop initialization is not 'v = start'")
+
+
+def _loop_cond(node: c_ast.For, var: str) -> tuple[c_ast.Node, bool]:
+    cond = node.cond
+    if isinstance(cond, c_ast.BinaryOp):
+        if isinstance(cond.left, c_ast.ID) and cond.left.name == var and cond.op in ("<", "<="):
+            return cond.right, cond.op == "<="
+        if isinstance(cond.right, c_ast.ID) and cond.right.name == var and cond.op in (">", ">="):
+            return cond.left, cond.op == ">="
+    raise NotGemm(f"loop condition of '{var}' is not 'v < bound' or 'v <= bound'")
+
+
+def _loop_step(node: c_ast.For, var: str) -> None:
+    step = node.next
+
+    def is_var(n: c_ast.Node) -> bool:
+        return isinstance(n, c_ast.ID) and n.name == var
+
+    def is_one(n: c_ast.Node) -> bool:
+        return isinstance(n, c_ast.Constant) and n.value in ("1", "1u", "1U", "1l", "1L")
+
+    if isinstance(step, c_ast.UnaryOp) and step.op in ("p++", "++") and is_var(step.expr):
+        return
+    if isinstance(step, c_ast.Assignment) and is_var(step.lvalue):
+        if step.op == "+=" and is_one(step.rvalue):
+            return
+        rv = step.rvalue
+        if (step.op == "=" and isinstance(rv, c_ast.BinaryOp) and rv.op == "+"
+                and ((is_var(rv.left) and is_one(rv.right)) or (is_one(rv.left) and is_var(rv.right)))):
+            return
+    raise NotGemm(f"loop '{var}' does not step by +1")
+
+
+def parse_nest(outer: c_ast.For, scope: Scope) -> LoopNest:
+    fors, pre, body, post = split_nest(outer)
+    loops: list[Loop] = []
+    for node in fors:
+        loops.append(parse_loop(node, scope, [lp.var for lp in loops]))
+    names = [lp.var for lp in loops]
+    if len(set(names)) != 3:
+        raise NotGemm("the loops do not have three distinct variables")
+    return LoopNest(loops=tuple(loops), pre=tuple(pre), body=tuple(body), post=tuple(post))

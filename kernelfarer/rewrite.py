@@ -1,0 +1,139 @@
+"""The rewrite job: from a C file to the same file with its GEMM nests replaced, plus remarks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass, field
+
+from kernelfarer import emit, frontend, targets
+from kernelfarer.diagnostics import KernelfarerError, Remark, SourceLocation
+from kernelfarer.plan import KernelPlan, make_plan
+from kernelfarer.spec import CInit, GemmSpec
+from kernelfarer.toolchain import clang_path
+from kernelfarer.unit import Candidate, find_candidates
+
+
+@dataclass(frozen=True)
+class RewriteOptions:
+    target: str = "auto"
+    cppflags: tuple[str, ...] = ()
+    blocking: dict = field(default_factory=dict)     # mc/kc/nc overrides
+    verify: bool = True
+
+
+@dataclass
+class RewriteResult:
+    path: str
+    text: str
+    remarks: list[Remark]
+    notes: list[str]           # one-line notes about the whole file (e.g. target fallback)
+
+    @property
+    def replaced(self) -> int:
+        return sum(r.replaced for r in self.remarks)
+
+
+@dataclass(frozen=True)
+class _Edit:
+    start: int
+    end: int
+    text: str
+
+
+def rewrite_file(path: str, options: RewriteOptions = RewriteOptions()) -> RewriteResult:
+    target = targets.get_target(options.target)
+    tu = frontend.load(path, options.cppflags)
+    source = tu.source
+    notes = []
+    if options.target == "auto" and target.name == targets.GENERIC:
+        notes.append("remark: no SIMD target runs on this host; using the portable 'generic' kernels")
+    plans: dict[tuple[str, str], KernelPlan] = {}
+    edits: list[_Edit] = []
+    remarks: list[Remark] = []
+    insert_at: int | None = None
+    for cand in find_candidates(tu):
+        if cand.spec is None:
+            remarks.append(Remark(cand.location, "loop-nest", False, cand.reason))
+            continue
+        first = source.token_index("for", cand.location.line, cand.line_rank)
+        span = source.statement_span(cand.node, first) if first is not None else None
+        func_start = source.definition_start(cand.function.decl.coord.line, cand.function.decl.name)
+        location = cand.location
+        if first is not None:
+            location = SourceLocation(location.file, location.line, source.tokens[first].column)
+        if span is None or func_start is None:
+            remarks.append(Remark(location, "gemm", False,
+                                  "the nest's text could not be located in the source "
+                                  "(it comes from a macro expansion)"))
+            continue
+        spec = cand.spec
+        key = (target.name, spec.dtype.name)
+        if key not in plans:
+            plans[key] = make_plan(target, spec.dtype, overrides=options.blocking)
+        plan = plans[key]
+        original = source.text[span.start:span.end]
+        indent = source.indentation(span.start)
+        edits.append(_Edit(span.start, span.end, emit.render_call(spec, plan, original, indent)))
+        insert_at = func_start if insert_at is None else min(insert_at, func_start)
+        remarks.append(Remark(location, "gemm", True, "", _details(spec, plan)))
+    text = source.text
+    if edits:
+        support = emit.render_support(list(plans.values()))
+        edits.append(_Edit(insert_at, insert_at, support))
+        text = _splice(source.text, edits)
+        if options.verify:
+            _verify(path, text, options.cppflags)
+    return RewriteResult(path=path, text=text, remarks=remarks, notes=notes)
+
+
+def _details(spec: GemmSpec, plan: KernelPlan) -> tuple[tuple[str, object], ...]:
+    layouts = " ".join(op.access for op in (spec.c, spec.a, spec.b))
+    return (
+        ("dtype", spec.dtype.ctype),
+        ("sizes", spec.shape),
+        ("layouts", layouts),
+        ("kernel", plan.kernel_name),
+        ("target", plan.target.name),
+        ("init", spec.init.value),
+        ("alpha", spec.alpha),
+        ("beta", spec.beta if spec.init is CInit.SCALE else spec.init.value),
+        ("loop_order", spec.loop_order),
+        ("blocking", f"mc={plan.mc} kc={plan.kc} nc={plan.nc}"),
+        ("guards", [g.why for g in spec.guards]),
+        ("description", spec.description),
+    )
+
+
+def _splice(text: str, edits: list[_Edit]) -> str:
+    out = []
+    pos = 0
+    for edit in sorted(edits, key=lambda e: (e.start, e.end)):
+        if edit.start < pos:
+            raise KernelfarerError("internal error: overlapping rewrites")
+        out.append(text[pos:edit.start])
+        out.append(edit.text)
+        pos = edit.end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _syntax_errors(path: str, text: str, cppflags: tuple[str, ...]) -> str | None:
+    directory = os.path.dirname(os.path.abspath(path))
+    cmd = [clang_path(), "-fsyntax-only", "-w", "-x", "c", "-iquote", directory, *cppflags, "-"]
+    done = subprocess.run(cmd, input=text, capture_output=True, text=True, timeout=120)
+    return None if done.returncode == 0 else done.stderr.strip()
+
+
+def _verify(path: str, text: str, cppflags: tuple[str, ...]) -> None:
+    """The rewritten text must compile wherever the original does."""
+    errors = _syntax_errors(path, text, cppflags)
+    if errors is None:
+        return
+    with open(path, encoding="utf-8", errors="replace") as f:
+        original_errors = _syntax_errors(path, f.read(), cppflags)
+    if original_errors is not None:
+        return   # the original does not compile on its own either: not ours to judge
+    first = next((ln for ln in errors.splitlines() if "error" in ln), errors[:200])
+    raise KernelfarerError(f"internal error: the rewritten {path} does not compile ({first}); "
+                           "nothing was written — please report this")

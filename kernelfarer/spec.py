@@ -1,0 +1,67 @@
+"""GemmSpec: what the recognizer proved a loop nest computes, as a small frozen value.
+
+All sizes, strides and scalars are C expressions (text over the user's own identifiers, already
+checked to be side-effect free and invariant in the nest), so the emitter can evaluate them at the
+call site.  Every operand is normalized to the BLAS view
+
+    C[m, n] (row stride ldc, unit column stride) = beta * C + alpha * sum_k A[m, k] * B[k, n]
+
+where A and B have arbitrary element strides.  A column-major C is handled by the recognizer by
+exchanging the roles of A and B (C^T = B^T A^T), so a spec is always row-major in C.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from kernelfarer.diagnostics import SourceLocation
+from kernelfarer.targets import DType
+
+
+# Names under which the call site holds the sizes; guards may use them.
+SIZE_NAMES = ("kf_m", "kf_n", "kf_k")
+
+
+class CInit(enum.Enum):
+    """How the nest treats C's old value."""
+
+    ACCUMULATE = "accumulate"    # C += alpha * A.B            (beta is exactly 1)
+    SCALE = "scale"              # C = beta * C + alpha * A.B  (beta applied even when it is 0)
+    OVERWRITE = "overwrite"      # C = alpha * A.B             (C's old value is never read)
+
+
+@dataclass(frozen=True)
+class Operand:
+    name: str          # the user's array, as written (for remarks)
+    base: str          # C expression of the address of element (0, 0) of the GEMM view
+    row_stride: str    # C expression, in elements
+    col_stride: str    # C expression, in elements
+    access: str        # for remarks: the element accessed, delinearized: "A[i*lda + k]"
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A condition the fast path needs at run time; when it is false the original nest runs."""
+
+    expr: str
+    why: str
+
+
+@dataclass(frozen=True)
+class GemmSpec:
+    dtype: DType
+    m: str
+    n: str
+    k: str
+    a: Operand
+    b: Operand
+    c: Operand
+    alpha: str                      # "1" when absent
+    beta: str                       # "1" for ACCUMULATE, "0" for OVERWRITE
+    init: CInit
+    guards: tuple[Guard, ...]       # run-time conditions for the fast path
+    location: SourceLocation
+    loop_order: str                 # e.g. "ijk" in the user's names, outermost first
+    shape: str                      # for remarks: "M=n N=m K=p" in the user's terms
+    description: str                # one line for remarks: the user's statement shape

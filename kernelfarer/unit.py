@@ -1,0 +1,160 @@
+"""Walks a translation unit: functions of the user's file, the scopes inside them, and every loop
+nest, each of which ends as a GemmSpec or a reason."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pycparser import c_ast
+
+from kernelfarer.ctype import Scope
+from kernelfarer.diagnostics import SourceLocation
+from kernelfarer.frontend import TranslationUnit
+from kernelfarer.nest import NotGemm
+from kernelfarer.recognize import FunctionFacts, recognize_nest
+from kernelfarer.spec import GemmSpec
+
+
+@dataclass
+class Candidate:
+    node: c_ast.For
+    function: c_ast.FuncDef
+    location: SourceLocation
+    line_rank: int                 # how many `for` statements precede it on its line
+    spec: GemmSpec | None
+    reason: str
+
+
+def _function_facts(func: c_ast.FuncDef) -> FunctionFacts:
+    """Identifier references of a function, with whether each one is harmless for the liveness of
+    a variable a rewritten nest leaves stale: inside a `for` whose initialization sets it first."""
+    refs: dict[str, list[tuple[int, bool]]] = {}
+    assigned: set[str] = set()
+
+    def visit(node: c_ast.Node | None, killed: tuple[str, ...]) -> None:
+        if node is None:
+            return
+        if isinstance(node, c_ast.ID):
+            refs.setdefault(node.name, []).append((id(node), node.name in killed))
+            return
+        if isinstance(node, c_ast.Assignment) and isinstance(node.lvalue, c_ast.ID):
+            assigned.add(node.lvalue.name)
+        if (isinstance(node, c_ast.UnaryOp) and node.op in ("++", "--", "p++", "p--", "&")
+                and isinstance(node.expr, c_ast.ID)):
+            assigned.add(node.expr.name)
+        if isinstance(node, c_ast.For):
+            init = node.init
+            var = None
+            if isinstance(init, c_ast.Assignment) and init.op == "=" and isinstance(init.lvalue, c_ast.ID):
+                var = init.lvalue.name
+                assigned.add(var)
+                visit(init.rvalue, killed)
+                refs.setdefault(var, []).append((id(init.lvalue), True))
+            elif isinstance(init, c_ast.DeclList):
+                for decl in init.decls:
+                    visit(decl.init, killed)
+            else:
+                visit(init, killed)
+            inner = killed + ((var,) if var else ())
+            for child in (node.cond, node.next, node.stmt):
+                visit(child, inner)
+            return
+        for _, child in node.children():
+            visit(child, killed)
+
+    visit(func.body, ())
+    return FunctionFacts(name=func.decl.name, assigned=frozenset(assigned), references=refs)
+
+
+def _ids_within(node: c_ast.Node) -> set[int]:
+    out = {id(node)}
+    for _, child in node.children():
+        out |= _ids_within(child)
+    return out
+
+
+class _Walker:
+    def __init__(self, tu: TranslationUnit) -> None:
+        self.tu = tu
+        self.candidates: list[Candidate] = []
+
+    def function(self, func: c_ast.FuncDef, scope: Scope) -> None:
+        self.func = func
+        self.facts = _function_facts(func)
+        self.for_lines: dict[int, list[c_ast.For]] = {}
+        self._index_fors(func.body)
+        scope.push()
+        params = getattr(func.decl.type, "args", None)
+        for param in (params.params if params else []):
+            if isinstance(param, c_ast.Decl):
+                scope.declare_param(param)
+        self.statement(func.body, scope, depth=0)
+        scope.pop()
+
+    def _index_fors(self, node: c_ast.Node) -> None:
+        if isinstance(node, c_ast.For) and node.coord is not None:
+            self.for_lines.setdefault(node.coord.line, []).append(node)
+        for _, child in node.children():
+            self._index_fors(child)
+
+    def statement(self, node: c_ast.Node | None, scope: Scope, depth: int) -> None:
+        if node is None:
+            return
+        if isinstance(node, c_ast.Compound):
+            scope.push()
+            for item in node.block_items or []:
+                self.statement(item, scope, depth)
+            scope.pop()
+        elif isinstance(node, c_ast.Decl):
+            scope.declare(node)
+        elif isinstance(node, c_ast.For):
+            self.loop(node, scope, depth)
+        elif isinstance(node, (c_ast.If,)):
+            self.statement(node.iftrue, scope, depth)
+            self.statement(node.iffalse, scope, depth)
+        elif isinstance(node, (c_ast.While, c_ast.DoWhile, c_ast.Label, c_ast.Case,
+                               c_ast.Default)):
+            for _, child in node.children():
+                if isinstance(child, (c_ast.Compound, c_ast.For, c_ast.If, c_ast.While,
+                                      c_ast.DoWhile, c_ast.Label, c_ast.Case, c_ast.Default,
+                                      c_ast.Switch, c_ast.Decl)):
+                    self.statement(child, scope, depth)
+        elif isinstance(node, c_ast.Switch):
+            self.statement(node.stmt, scope, depth)
+
+    def loop(self, node: c_ast.For, scope: Scope, depth: int) -> None:
+        source = self.tu.source
+        if not source.is_here(node.coord):
+            return
+        siblings = sorted(self.for_lines.get(node.coord.line, []), key=lambda f: f.coord.column)
+        rank = next(i for i, f in enumerate(siblings) if f is node)
+        location = source.location(node.coord)
+        try:
+            spec = recognize_nest(node, scope, self.facts, location, _ids_within(node))
+        except NotGemm as exc:
+            if depth == 0:
+                self.candidates.append(Candidate(node, self.func, location, rank, None, str(exc)))
+            scope.push()
+            if isinstance(node.init, c_ast.DeclList):
+                for decl in node.init.decls:
+                    scope.declare(decl)
+            self.statement(node.stmt, scope, depth + 1)
+            scope.pop()
+            return
+        self.candidates.append(Candidate(node, self.func, location, rank, spec, ""))
+
+
+def find_candidates(tu: TranslationUnit) -> list[Candidate]:
+    typedefs: dict[str, c_ast.Node] = {}
+    scope = Scope(typedefs)
+    walker = _Walker(tu)
+    for ext in tu.ast.ext:
+        if isinstance(ext, c_ast.Typedef):
+            typedefs[ext.name] = ext.type
+        elif isinstance(ext, c_ast.Decl):
+            scope.declare(ext)
+        elif isinstance(ext, c_ast.FuncDef):
+            scope.declare(ext.decl)
+            if tu.source.is_here(ext.coord):
+                walker.function(ext, scope)
+    return walker.candidates

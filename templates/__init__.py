@@ -1,0 +1,1 @@
+"""Jinja templates of the emitted C (installed as ``kernelfarer.templates``)."""
