@@ -1,0 +1,46 @@
+# kernelfarer — `make demo` and `make test` do all set-up on a fresh Debian bookworm machine.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+APT_PACKAGES := clang-19 lld-19 llvm-19 libopenblas-dev python3-venv
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all deps system-deps venv demo test fuzz bench clean
+
+all: test
+
+# System packages (apt): only what is missing, so repeated runs are quick and offline.
+system-deps:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+$(VENV)/.installed: setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+deps: system-deps venv
+
+demo: deps
+	$(PY) bench/demo.py samples/sgemm.c
+
+test: deps
+	$(PY) -m pytest -q -m "not slow" tests/
+
+fuzz: deps
+	$(PY) -m pytest -q -m slow tests/
+
+bench: deps
+	OPENBLAS_NUM_THREADS=1 $(PY) bench/bench_gemm.py
+
+clean:
+	rm -rf $(VENV) out build *.egg-info
