@@ -188,6 +188,9 @@ class Scope:
         self.declare(decl)
         self._params.add(id(decl))
 
+    def is_global(self, decl: c_ast.Decl) -> bool:
+        return self._frames[0].get(decl.name) is decl
+
     def is_param(self, decl: c_ast.Decl) -> bool:
         return id(decl) in self._params
 

@@ -60,6 +60,18 @@ def preprocess(path: str, cppflags: tuple[str, ...] = ()) -> str:
     return done.stdout
 
 
+def defined_macros(path: str, cppflags: tuple[str, ...] = ()) -> frozenset[str]:
+    """Names of the macros defined at the end of the user's file (user and system ones)."""
+    cmd = [clang_path(), "-E", "-dM", *_EXTENSION_DEFINES, *cppflags, path]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=_CPP_TIMEOUT)
+    names = set()
+    for line in done.stdout.splitlines():
+        parts = line.split(None, 2)
+        if len(parts) >= 2 and parts[0] == "#define":
+            names.add(parts[1].split("(", 1)[0])
+    return frozenset(names)
+
+
 def parse(text: str, path: str) -> c_ast.FileAST:
     parser = c_parser.CParser()
     try:

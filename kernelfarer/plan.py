@@ -48,7 +48,6 @@ class KernelPlan:
     vector_offsets: tuple[int, ...] = ()  # lanes * v for each vector
     columns: tuple[int, ...] = ()       # 0 .. nr-1
     k_unroll: tuple[int, ...] = ()      # 0 .. shape.unroll-1: k steps written out per main-loop trip
-    prefetch_a: int = 0                 # elements of packed A the kernel prefetches ahead (0: none)
 
     @property
     def mc(self) -> int:
@@ -131,7 +130,6 @@ def make_plan(target: Target, dtype: DType, *, caches: Caches | None = None,
         vector_offsets=tuple(v * shape.lanes for v in vectors),
         columns=tuple(range(shape.nr)),
         k_unroll=tuple(range(shape.unroll)),
-        prefetch_a=shape.prefetch_a,
     )
 
 

@@ -311,7 +311,8 @@ class FunctionFacts:
     """What the recognizer needs to know about the function around a nest."""
 
     name: str
-    assigned: frozenset[str]             # identifiers assigned, incremented or address-taken
+    assigned: frozenset[str]             # identifiers assigned or incremented
+    address_taken: frozenset[str]        # identifiers whose address is taken (&x)
     references: dict                     # identifier -> list of (ID node id, harmless?)
 
 
@@ -404,6 +405,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     elif ld == 0:
         raise NotGemm(f"every row of '{c_access.array}' is the same memory")
     guards += _alias_guards(c_access, [a_acc, b_acc], ranges, dtype)
+    guards += _scalar_alias_guards(ev, facts, scope, c_access, ranges, dtype)
 
     order = "".join(v if len(v) == 1 else f"[{v}]" for v in iterators)
     shape = " ".join(f"{name}={loops[v].upper - loops[v].lower}"
@@ -520,7 +522,7 @@ def _check_invariants(nest: LoopNest, ev: Evaluator, facts: FunctionFacts, scope
                 raise NotGemm(f"'{name}' is used after the nest (its final value would change)")
     # VLA dimensions are evaluated at the declaration: they must never change afterwards.
     for acc in accesses:
-        changed = acc.vla_dims & facts.assigned
+        changed = acc.vla_dims & (facts.assigned | facts.address_taken)
         if changed:
             raise NotGemm(f"dimension '{sorted(changed)[0]}' of '{acc.array}' is assigned in the "
                           "function")
@@ -630,6 +632,30 @@ def _alias_guards(c: Access, operands: list[Access], ranges: dict, dtype: DType)
             f"kf_disjoint({c_op.base}, {size} * ({_extent(ldc, Poly.const(1), m, n)}), "
             f"{op.base}, {size} * ({_extent(rs, cs, rows, cols)}))",
             f"{c.array} does not overlap {acc.array}"))
+    return guards
+
+
+def _scalar_alias_guards(ev: Evaluator, facts: FunctionFacts, scope: Scope, c: Access,
+                         ranges: dict, dtype: DType) -> list[Guard]:
+    """alpha and beta are read once by the rewrite but at every step by the original: a store to C
+    must not be able to change them.  Only globals, statics and address-taken variables of C's
+    element type can be aliased."""
+    guards = []
+    c_op, ldc, _, m, n = ranges["C"]
+    for name in sorted(ev.scalar_params):
+        decl = scope.lookup(name)
+        t = scope.type_of(name)
+        if decl is None or not isinstance(t, Scalar) or t.kind != "float":
+            continue
+        storage = decl.storage or []
+        if not (scope.is_global(decl) or "static" in storage or "extern" in storage
+                or name in facts.address_taken):
+            continue
+        size = f"(kf_index)sizeof({dtype.ctype})"
+        guards.append(Guard(
+            f"kf_disjoint({c_op.base}, {size} * ({_extent(ldc, Poly.const(1), m, n)}), "
+            f"&{name}, (kf_index)sizeof({name}))",
+            f"{c.array} does not overlap '{name}'"))
     return guards
 
 

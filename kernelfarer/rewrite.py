@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from kernelfarer import emit, frontend, targets
 from kernelfarer.diagnostics import KernelfarerError, Remark, SourceLocation
 from kernelfarer.plan import KernelPlan, make_plan
+from kernelfarer.scan import tokenize
 from kernelfarer.spec import CInit, GemmSpec
 from kernelfarer.toolchain import clang_path
 from kernelfarer.unit import Candidate, find_candidates
@@ -79,7 +80,8 @@ def rewrite_file(path: str, options: RewriteOptions = RewriteOptions()) -> Rewri
         remarks.append(Remark(location, "gemm", True, "", _details(spec, plan)))
     text = source.text
     if edits:
-        support = emit.render_support(list(plans.values()))
+        support = _shield_from_macros(emit.render_support(list(plans.values())),
+                                      frontend.defined_macros(path, options.cppflags))
         edits.append(_Edit(insert_at, insert_at, support))
         text = _splice(source.text, edits)
         if options.verify:
@@ -103,6 +105,19 @@ def _details(spec: GemmSpec, plan: KernelPlan) -> tuple[tuple[str, object], ...]
         ("guards", [g.why for g in spec.guards]),
         ("description", spec.description),
     )
+
+
+def _shield_from_macros(code: str, macros: frozenset[str]) -> str:
+    """The support code is inserted after the user's own #defines: an identifier of ours that the
+    user defined as a macro (say `#define n 1024`) is saved, undefined and restored around it.
+    Reserved names (leading underscore) belong to the implementation and are left alone."""
+    ours = {t.text for t in tokenize(code) if t.kind == "ident" and not t.text.startswith("_")}
+    clash = sorted(ours & macros)
+    if not clash:
+        return code
+    before = "".join(f'#pragma push_macro("{name}")\n#undef {name}\n' for name in clash)
+    after = "".join(f'#pragma pop_macro("{name}")\n' for name in clash)
+    return before + code + after
 
 
 def _splice(text: str, edits: list[_Edit]) -> str:

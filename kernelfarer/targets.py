@@ -49,7 +49,6 @@ class KernelShape:
     lanes: int = 1               # elements per vector register
     kr: int = 1                  # k steps the kernel consumes at once (unroll granularity)
     unroll: int = 4              # k steps per iteration of the kernel's main loop (any k is handled)
-    prefetch_a: int = 0          # how far ahead (elements) the kernel prefetches packed A; 0: never
     isa: Mapping[str, str] = field(default_factory=dict)  # names the template spells with
 
     def __post_init__(self) -> None:

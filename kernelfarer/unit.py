@@ -30,6 +30,7 @@ def _function_facts(func: c_ast.FuncDef) -> FunctionFacts:
     a variable a rewritten nest leaves stale: inside a `for` whose initialization sets it first."""
     refs: dict[str, list[tuple[int, bool]]] = {}
     assigned: set[str] = set()
+    address_taken: set[str] = set()
 
     def visit(node: c_ast.Node | None, killed: tuple[str, ...]) -> None:
         if node is None:
@@ -39,9 +40,11 @@ def _function_facts(func: c_ast.FuncDef) -> FunctionFacts:
             return
         if isinstance(node, c_ast.Assignment) and isinstance(node.lvalue, c_ast.ID):
             assigned.add(node.lvalue.name)
-        if (isinstance(node, c_ast.UnaryOp) and node.op in ("++", "--", "p++", "p--", "&")
-                and isinstance(node.expr, c_ast.ID)):
-            assigned.add(node.expr.name)
+        if isinstance(node, c_ast.UnaryOp) and isinstance(node.expr, c_ast.ID):
+            if node.op in ("++", "--", "p++", "p--"):
+                assigned.add(node.expr.name)
+            elif node.op == "&":
+                address_taken.add(node.expr.name)
         if isinstance(node, c_ast.For):
             init = node.init
             var = None
@@ -63,7 +66,8 @@ def _function_facts(func: c_ast.FuncDef) -> FunctionFacts:
             visit(child, killed)
 
     visit(func.body, ())
-    return FunctionFacts(name=func.decl.name, assigned=frozenset(assigned), references=refs)
+    return FunctionFacts(name=func.decl.name, assigned=frozenset(assigned),
+                         address_taken=frozenset(address_taken), references=refs)
 
 
 def _ids_within(node: c_ast.Node) -> set[int]:
@@ -77,6 +81,7 @@ class _Walker:
     def __init__(self, tu: TranslationUnit) -> None:
         self.tu = tu
         self.candidates: list[Candidate] = []
+        self.pragma_loops: set[int] = set()     # loops that directly follow a #pragma
 
     def function(self, func: c_ast.FuncDef, scope: Scope) -> None:
         self.func = func
@@ -102,8 +107,12 @@ class _Walker:
             return
         if isinstance(node, c_ast.Compound):
             scope.push()
+            previous = None
             for item in node.block_items or []:
+                if isinstance(item, c_ast.For) and isinstance(previous, c_ast.Pragma):
+                    self.pragma_loops.add(id(item))
                 self.statement(item, scope, depth)
+                previous = item
             scope.pop()
         elif isinstance(node, c_ast.Decl):
             scope.declare(node)
@@ -131,6 +140,9 @@ class _Walker:
         location = source.location(node.coord)
         try:
             spec = recognize_nest(node, scope, self.facts, location, _ids_within(node))
+            if id(node) in self.pragma_loops:
+                raise NotGemm("a #pragma (e.g. OpenMP) applies to the loop; it would no longer "
+                              "apply to the replacement")
         except NotGemm as exc:
             if depth == 0:
                 self.candidates.append(Candidate(node, self.func, location, rank, None, str(exc)))
