@@ -200,17 +200,20 @@ class IndexConverter:
                 raise NotAffine(f"non-integer constant {node.value} in an index")
             value, t = int_constant(node)
             return Poly.const(value), t
-        if isinstance(node, c_ast.ID):
-            t = self.scope.type_of(node.name)
+        if isinstance(node, (c_ast.ID, c_ast.StructRef)):
+            name = symbol_text(node)
+            t = self.scope.type_of_expr(node)
             if t is None:
-                raise NotAffine(f"'{node.name}' is not a declared variable")
+                raise NotAffine(f"'{name}' is not a declared variable or member")
             if not isinstance(t, Scalar) or t.kind != "int":
-                raise NotAffine(f"'{node.name}' is not an integer")
+                raise NotAffine(f"'{name}' is not an integer")
             if t.volatile:
-                raise NotAffine(f"'{node.name}' is volatile")
-            if node.name not in self.iterators:
-                self.params.add(node.name)
-            return Poly.symbol(node.name), ctype.strip_qualifiers(t)
+                raise NotAffine(f"'{name}' is volatile")
+            if name in self.iterators and not isinstance(node, c_ast.ID):
+                raise NotAffine(f"'{name}' shadows a loop variable")
+            if name not in self.iterators:
+                self.params.add(name)
+            return Poly.symbol(name), ctype.strip_qualifiers(t)
         if isinstance(node, c_ast.UnaryOp):
             if node.op == "-":
                 p, t = self._convert(node.expr)
@@ -248,6 +251,15 @@ class IndexConverter:
     def _check_wrap(t: Scalar, op: str) -> None:
         if t.kind == "int" and not t.signed and t.bits < 64:
             raise NotAffine(f"'{op}' in {t.spelling} index arithmetic may wrap around")
+
+
+def symbol_text(node: c_ast.Node) -> str:
+    """C text of a name or member chain, used as the symbol of a nest-invariant value."""
+    if isinstance(node, c_ast.ID):
+        return node.name
+    if isinstance(node, c_ast.StructRef):
+        return f"{symbol_text(node.name)}{node.type}{node.field.name}"
+    raise NotAffine(f"{_describe(node)} in an index")
 
 
 def _describe(node: c_ast.Node) -> str:

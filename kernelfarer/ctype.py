@@ -40,6 +40,18 @@ class Array:
 
 
 @dataclass(frozen=True)
+class Record:
+    """A struct or union; fields are resolved on demand (declarator nodes by field name)."""
+
+    name: str
+    fields: tuple[tuple[str, c_ast.Node], ...]
+    volatile: bool = False
+
+    def field(self, name: str) -> c_ast.Node | None:
+        return next((node for fname, node in self.fields if fname == name), None)
+
+
+@dataclass(frozen=True)
 class Other:
     """Structs, functions, anything the recognizer only needs to know is not arithmetic."""
 
@@ -47,7 +59,7 @@ class Other:
     volatile: bool = False
 
 
-CType = Scalar | Pointer | Array | Other
+CType = Scalar | Pointer | Array | Record | Other
 
 INT = Scalar("int", 32, True, "int")
 LONG = Scalar("int", 64, True, "long")
@@ -91,7 +103,7 @@ def resolve(node: c_ast.Node, typedefs: dict[str, c_ast.Node]) -> CType:
         if isinstance(inner, c_ast.IdentifierType):
             t = scalar_from_names(inner.names, typedefs)
         elif isinstance(inner, (c_ast.Struct, c_ast.Union)):
-            t = Other(f"struct {inner.name}")
+            t = record(inner, typedefs)
         elif isinstance(inner, c_ast.Enum):
             t = INT
         else:
@@ -108,9 +120,36 @@ def resolve(node: c_ast.Node, typedefs: dict[str, c_ast.Node]) -> CType:
     return Other(type(node).__name__)
 
 
+def struct_key(name: str) -> str:
+    """Where struct definitions live in the typedef table (tags have their own namespace)."""
+    return f"struct {name}"
+
+
+def record(node: c_ast.Struct | c_ast.Union, typedefs: dict[str, c_ast.Node]) -> CType:
+    decls = node.decls
+    if decls is None and node.name:
+        definition = typedefs.get(struct_key(node.name))
+        decls = getattr(definition, "decls", None)
+    if decls is None:
+        return Other(f"struct {node.name}")
+    return Record(node.name or "", tuple((d.name, d.type) for d in decls if d.name))
+
+
+def member_type(t: CType, field: str, arrow: bool, typedefs: dict[str, c_ast.Node]) -> CType | None:
+    """Type of `x.field` (or `x->field`) where x has type t."""
+    if arrow:
+        t = element(t) if isinstance(t, (Pointer, Array)) else None
+    if not isinstance(t, Record):
+        return None
+    node = t.field(field)
+    return None if node is None else _with_volatile(resolve(node, typedefs), t.volatile)
+
+
 def _with_volatile(t: CType, volatile: bool) -> CType:
     if not volatile:
         return t
+    if isinstance(t, Record):
+        return Record(t.name, t.fields, True)
     if isinstance(t, Scalar):
         return Scalar(t.kind, t.bits, t.signed, t.spelling, True)
     if isinstance(t, Other):
@@ -121,7 +160,7 @@ def _with_volatile(t: CType, volatile: bool) -> CType:
 def is_volatile(t: CType) -> bool:
     """True when any level of the type (the object or what it points to) is volatile."""
     while True:
-        if isinstance(t, (Scalar, Other)):
+        if isinstance(t, (Scalar, Other, Record)):
             return t.volatile
         if isinstance(t, Pointer):
             if t.volatile:
@@ -209,3 +248,14 @@ class Scope:
     def type_of(self, name: str) -> CType | None:
         decl = self.lookup(name)
         return None if decl is None else resolve(decl.type, self.typedefs)
+
+    def type_of_expr(self, node: c_ast.Node) -> CType | None:
+        """Type of a name or a member access chain (s.n, p->m.rows); None for anything else."""
+        if isinstance(node, c_ast.ID):
+            return self.type_of(node.name)
+        if isinstance(node, c_ast.StructRef) and isinstance(node.field, c_ast.ID):
+            base = self.type_of_expr(node.name)
+            if base is None:
+                return None
+            return member_type(base, node.field.name, node.type == "->", self.typedefs)
+        return None

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pycparser import c_ast
+from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
 from kernelfarer.affine import IndexConverter, NotAffine, Poly
 from kernelfarer.ctype import Scalar, Scope
+
+
+_GEN = c_generator.CGenerator()
 
 
 class NotGemm(Exception):
@@ -63,10 +66,41 @@ def _single_for(node: c_ast.Node | None) -> c_ast.For | None:
     return None
 
 
+def _same_header(a: c_ast.For, b: c_ast.For) -> bool:
+    return all(_GEN.visit(x) == _GEN.visit(y) if x is not None and y is not None else x is y
+               for x, y in ((a.init, b.init), (a.cond, b.cond), (a.next, b.next)))
+
+
+def _split_sequence(outer: c_ast.For) -> tuple[list[c_ast.For], list, list, list] | None:
+    """The PolyBench shape: for i { for j S1; for k for j S2 } (or `for j for k S2`).  Per (i, j)
+    element S1 runs before every S2 instance, exactly as in `for i for j { S1; for k S2 }`."""
+    items = _statements(outer.stmt)
+    if len(items) != 2 or not all(isinstance(s, c_ast.For) for s in items):
+        return None
+    first, second = items
+    pre = _statements(first.stmt)
+    if not pre or any(isinstance(s, c_ast.For) for s in pre):
+        return None
+    inner = _single_for(second.stmt)
+    if inner is None:
+        return None
+    body = _statements(inner.stmt)
+    if not body or any(isinstance(s, c_ast.For) for s in body):
+        return None
+    if _same_header(first, second):          # for j S1; for j for k S2
+        return [outer, first, inner], pre, body, []
+    if _same_header(first, inner):           # for j S1; for k for j S2
+        return [outer, first, second], pre, body, []
+    return None
+
+
 def split_nest(outer: c_ast.For) -> tuple[list[c_ast.For], list, list, list]:
     """The three loops and the pre/body/post statements, or NotGemm."""
     second = _single_for(outer.stmt)
     if second is None:
+        sequence = _split_sequence(outer)
+        if sequence is not None:
+            return sequence
         raise NotGemm("not a 3-deep loop nest: the outer loop's body is not a single loop")
     third = _single_for(second.stmt)
     if third is not None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
-from kernelfarer.affine import IndexConverter, NotAffine, Poly
+from kernelfarer.affine import IndexConverter, NotAffine, Poly, symbol_text
 from kernelfarer.ctype import Array, Pointer, Scalar, Scope
 from kernelfarer.diagnostics import SourceLocation
 from kernelfarer.model import AccessModel, StatementModel, build_model
@@ -51,41 +51,54 @@ def flatten_access(node: c_ast.ArrayRef, scope: Scope, conv: IndexConverter) -> 
     while isinstance(base, c_ast.ArrayRef):
         subscripts.insert(0, base.subscript)
         base = base.name
-    if not isinstance(base, c_ast.ID):
-        raise NotGemm(f"array access through '{_GEN.visit(base)}' (only named arrays and pointers)")
-    decl = scope.lookup(base.name)
-    if decl is None:
-        raise NotGemm(f"'{base.name}' is not declared")
-    t = ctype.resolve(decl.type, scope.typedefs)
+    if isinstance(base, c_ast.StructRef):
+        try:
+            name = symbol_text(base)
+        except NotAffine:
+            raise NotGemm(f"array access through '{_GEN.visit(base)}'") from None
+        t = scope.type_of_expr(base)
+        if t is None:
+            raise NotGemm(f"'{name}' is not a known struct member")
+        decl, is_param, restrict = None, False, False
+    elif isinstance(base, c_ast.ID):
+        name = name
+        decl = scope.lookup(name)
+        if decl is None:
+            raise NotGemm(f"'{name}' is not declared")
+        t = ctype.resolve(decl.type, scope.typedefs)
+        is_param = scope.is_param(decl)
+        restrict = isinstance(t, Pointer) and t.restrict
+        if isinstance(t, Array) and is_param and "restrict" in (
+                getattr(decl.type, "dim_quals", None) or []):
+            restrict = True
+    else:
+        raise NotGemm(f"array access through '{_GEN.visit(base)}' (only named arrays, pointers "
+                      "and struct members)")
     if ctype.is_volatile(t):
-        raise NotGemm(f"'{base.name}' is volatile")
-    is_param = scope.is_param(decl)
-    restrict = isinstance(t, Pointer) and t.restrict
-    if isinstance(t, Array) and is_param and "restrict" in (getattr(decl.type, "dim_quals", None) or []):
-        restrict = True
+        raise NotGemm(f"'{name}' is volatile")
     # Walk the declared type along the subscripts, accumulating the flat index.
     dims: list[Poly] = []
     vla: set[str] = set()
     level = t
     for depth in range(len(subscripts)):
         if isinstance(level, Pointer) and depth > 0:
-            raise NotGemm(f"'{base.name}' is an array of row pointers (not a contiguous matrix)")
+            raise NotGemm(f"'{name}' is an array of row pointers (not a contiguous matrix)")
         inner = ctype.element(level)
         if inner is None:
-            raise NotGemm(f"'{base.name}' is subscripted more times than it has dimensions")
+            raise NotGemm(f"'{name}' is subscripted more times than it has dimensions")
         if depth > 0:
             dim = level.dim if isinstance(level, Array) else None
             if dim is None:
-                raise NotGemm(f"'{base.name}' has an unknown inner dimension")
+                raise NotGemm(f"'{name}' has an unknown inner dimension")
             try:
                 dim_conv = IndexConverter(scope, [])
                 dims.append(dim_conv.convert(dim))
                 vla |= dim_conv.params
             except NotAffine as exc:
-                raise NotGemm(f"dimension of '{base.name}' is not affine: {exc}") from None
+                raise NotGemm(f"dimension of '{name}' is not affine: {exc}") from None
         level = inner
     if not isinstance(level, Scalar):
-        raise NotGemm(f"'{base.name}' is not an array of numbers")
+        raise NotGemm(f"'{name}' is not an array of numbers")
     strides = []
     stride = Poly.const(1)
     for dim in reversed(dims):
@@ -97,9 +110,9 @@ def flatten_access(node: c_ast.ArrayRef, scope: Scope, conv: IndexConverter) -> 
         try:
             index = index + conv.convert(sub) * st
         except NotAffine as exc:
-            raise NotGemm(f"subscript of '{base.name}' is not affine: {exc}") from None
-    return Access(array=base.name, index=index, elem=level, base_type=t, restrict=restrict,
-                  is_object=isinstance(t, Array) and not is_param,
+            raise NotGemm(f"subscript of '{name}' is not affine: {exc}") from None
+    return Access(array=name, index=index, elem=level, base_type=t, restrict=restrict,
+                  is_object=isinstance(t, Array) and not is_param and decl is not None,
                   vla_dims=frozenset(vla))
 
 
@@ -144,7 +157,9 @@ class Evaluator:
                 if v is None:
                     raise NotGemm(f"'{node.name}' is read before it is set in each iteration")
                 return v
-            return self._scalar_param(node.name)
+            return self._scalar_param(node)
+        if isinstance(node, c_ast.StructRef):
+            return self._scalar_param(node)
         if isinstance(node, c_ast.ArrayRef):
             acc = flatten_access(node, self.scope, self.conv)
             if self.c_access is not None and acc.array == self.c_access.array:
@@ -199,8 +214,12 @@ class Evaluator:
         value, _ = _int_value(node)
         return {"one": Poly.const(value)} if value else {}
 
-    def _scalar_param(self, name: str) -> Lin:
-        t = self.scope.type_of(name)
+    def _scalar_param(self, node: c_ast.Node) -> Lin:
+        try:
+            name = symbol_text(node)
+        except NotAffine:
+            raise NotGemm(f"unsupported expression '{_GEN.visit(node)}' in the loop body") from None
+        t = self.scope.type_of_expr(node)
         if t is None:
             raise NotGemm(f"'{name}' is not declared")
         if not isinstance(t, Scalar):
@@ -398,12 +417,12 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
             if value is None:
                 guards.append(Guard(f"{stride.to_c()} >= 0", f"{op.name} {what} stride is not negative"))
     # C's view must be one-to-one: distinct (m, n) must be distinct elements.
-    ld = ldc.const_value()
-    if ld is None:
+    ld, width = ldc.const_value(), size_exprs[n_var]
+    if ld == 0:
+        raise NotGemm(f"every row of '{c_access.array}' is the same memory")
+    if ld is None or not width.isdigit() or int(width) > ld:
         guards.append(Guard(f"({sizes[m_var]} <= 1 || {ldc.to_c()} >= {sizes[n_var]})",
                             f"rows of {c_access.array} do not overlap"))
-    elif ld == 0:
-        raise NotGemm(f"every row of '{c_access.array}' is the same memory")
     guards += _alias_guards(c_access, [a_acc, b_acc], ranges, dtype)
     guards += _scalar_alias_guards(ev, facts, scope, c_access, ranges, dtype)
 
@@ -543,12 +562,15 @@ def _prove_reduction(nest: LoopNest, ev: Evaluator, c_access: Access, a_acc: Acc
         constant[acc.array] = constant.get(acc.array, True) and all(
             c.is_const() for c in coeffs.values())
     names = [acc.array for acc in arrays]
-    for acc in arrays:
-        if names.count(acc.array) > 1 and not constant[acc.array]:
-            raise NotGemm(f"'{acc.array}' is both the result and an operand (in-place update)")
+    shared = {name for name in names if names.count(name) > 1}
+    for name in shared:
+        if not constant[name]:
+            raise NotGemm(f"'{name}' is both the result and an operand (in-place update)")
 
     def index_of(acc: Access):
-        if constant[acc.array]:
+        # An array with one role is modelled in its delinearized view (the run-time guards make
+        # that view one-to-one); an array in two roles by its exact flat index.
+        if acc.array in shared:
             return acc.index
         coeffs, _ = acc.index.split(iterators)
         return tuple(v for v in iterators if v in coeffs)
@@ -643,18 +665,20 @@ def _scalar_alias_guards(ev: Evaluator, facts: FunctionFacts, scope: Scope, c: A
     guards = []
     c_op, ldc, _, m, n = ranges["C"]
     for name in sorted(ev.scalar_params):
-        decl = scope.lookup(name)
-        t = scope.type_of(name)
-        if decl is None or not isinstance(t, Scalar) or t.kind != "float":
-            continue
-        storage = decl.storage or []
-        if not (scope.is_global(decl) or "static" in storage or "extern" in storage
-                or name in facts.address_taken):
-            continue
+        member = "." in name or "->" in name
+        decl = scope.lookup(name) if not member else None
+        if not member:
+            t = scope.type_of(name)
+            if decl is None or not isinstance(t, Scalar) or t.kind != "float":
+                continue
+            storage = decl.storage or []
+            if not (scope.is_global(decl) or "static" in storage or "extern" in storage
+                    or name in facts.address_taken):
+                continue
         size = f"(kf_index)sizeof({dtype.ctype})"
         guards.append(Guard(
             f"kf_disjoint({c_op.base}, {size} * ({_extent(ldc, Poly.const(1), m, n)}), "
-            f"&{name}, (kf_index)sizeof({name}))",
+            f"&({name}), (kf_index)sizeof({name}))",
             f"{c.array} does not overlap '{name}'"))
     return guards
 

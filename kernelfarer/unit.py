@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from pycparser import c_ast
 
-from kernelfarer.ctype import Scope
+from kernelfarer.ctype import Scope, struct_key
 from kernelfarer.diagnostics import SourceLocation
 from kernelfarer.frontend import TranslationUnit
 from kernelfarer.nest import NotGemm
@@ -156,11 +156,21 @@ class _Walker:
         self.candidates.append(Candidate(node, self.func, location, rank, spec, ""))
 
 
+def _struct_definitions(node: c_ast.Node):
+    """Named struct/union definitions (with members) anywhere inside a file-scope declaration."""
+    if isinstance(node, (c_ast.Struct, c_ast.Union)) and node.name and node.decls is not None:
+        yield node
+    for _, child in node.children():
+        yield from _struct_definitions(child)
+
+
 def find_candidates(tu: TranslationUnit) -> list[Candidate]:
     typedefs: dict[str, c_ast.Node] = {}
     scope = Scope(typedefs)
     walker = _Walker(tu)
     for ext in tu.ast.ext:
+        for struct in _struct_definitions(ext):
+            typedefs[struct_key(struct.name)] = struct
         if isinstance(ext, c_ast.Typedef):
             typedefs[ext.name] = ext.type
         elif isinstance(ext, c_ast.Decl):
