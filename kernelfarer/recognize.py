@@ -61,7 +61,7 @@ def flatten_access(node: c_ast.ArrayRef, scope: Scope, conv: IndexConverter) -> 
             raise NotGemm(f"'{name}' is not a known struct member")
         decl, is_param, restrict = None, False, False
     elif isinstance(base, c_ast.ID):
-        name = name
+        name = base.name
         decl = scope.lookup(name)
         if decl is None:
             raise NotGemm(f"'{name}' is not declared")
