@@ -40,6 +40,7 @@ class LoopNest:
     pre: tuple[c_ast.Node, ...]           # statements before the innermost loop (in loop 2's body)
     body: tuple[c_ast.Node, ...]          # the innermost loop's statements
     post: tuple[c_ast.Node, ...]          # statements after the innermost loop
+    hoisted: tuple[c_ast.Decl, ...] = ()  # pointer declarations at the top of loop 1's body
 
     @property
     def perfect(self) -> bool:
@@ -94,9 +95,28 @@ def _split_sequence(outer: c_ast.For) -> tuple[list[c_ast.For], list, list, list
     return None
 
 
+def _is_pointer_decl(node: c_ast.Node) -> bool:
+    return isinstance(node, c_ast.Decl) and isinstance(node.type, c_ast.PtrDecl) \
+        and node.init is not None
+
+
+def hoisted_pointers(outer: c_ast.For) -> tuple[list[c_ast.Decl], c_ast.Node | None]:
+    """Row pointers set up at the top of the outer loop's body (`const float *arow = A + i*lda;`)
+    and the loop that follows them, when that is all the body holds."""
+    items = _statements(outer.stmt)
+    decls = []
+    while items and _is_pointer_decl(items[0]):
+        decls.append(items.pop(0))
+    if decls and len(items) == 1 and isinstance(items[0], c_ast.For):
+        return decls, items[0]
+    return [], None
+
+
 def split_nest(outer: c_ast.For) -> tuple[list[c_ast.For], list, list, list]:
     """The three loops and the pre/body/post statements, or NotGemm."""
     second = _single_for(outer.stmt)
+    if second is None:
+        second = hoisted_pointers(outer)[1]
     if second is None:
         sequence = _split_sequence(outer)
         if sequence is not None:
@@ -207,10 +227,12 @@ def _loop_step(node: c_ast.For, var: str) -> None:
 
 def parse_nest(outer: c_ast.For, scope: Scope) -> LoopNest:
     fors, pre, body, post = split_nest(outer)
+    hoisted = tuple(hoisted_pointers(outer)[0])
     loops: list[Loop] = []
     for node in fors:
         loops.append(parse_loop(node, scope, [lp.var for lp in loops]))
     names = [lp.var for lp in loops]
     if len(set(names)) != 3:
         raise NotGemm("the loops do not have three distinct variables")
-    return LoopNest(loops=tuple(loops), pre=tuple(pre), body=tuple(body), post=tuple(post))
+    return LoopNest(loops=tuple(loops), pre=tuple(pre), body=tuple(body), post=tuple(post),
+                    hoisted=hoisted)

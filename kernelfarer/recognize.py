@@ -45,7 +45,44 @@ class Access:
         return (self.array, self.index)
 
 
-def flatten_access(node: c_ast.ArrayRef, scope: Scope, conv: IndexConverter) -> Access:
+def expand_alias(node: c_ast.ArrayRef, aliases: dict[str, c_ast.Node]) -> c_ast.ArrayRef:
+    """`p[e]` where `p` was set to an address inside an array becomes that array's own access:
+    `A + o` gives `A[o + e]`, `&A[s]` gives `A[s + e]`, `A[s]` (a row) gives `A[s][e]`.
+    New nodes are built; the input AST is never changed."""
+    if not (isinstance(node.name, c_ast.ID) and node.name.name in aliases):
+        return node
+    init = aliases[node.name.name]
+    while isinstance(init, c_ast.Cast):
+        init = init.expr
+    e = node.subscript
+    if isinstance(init, c_ast.ID):
+        return c_ast.ArrayRef(init, e, node.coord)
+    if isinstance(init, c_ast.BinaryOp) and init.op in ("+", "-"):
+        base, offset = init.left, init.right
+        if init.op == "+" and not _names_array(base, aliases) and _names_array(offset, aliases):
+            base, offset = offset, base
+        if isinstance(base, (c_ast.ID, c_ast.StructRef)):
+            if init.op == "-":
+                offset = c_ast.UnaryOp("-", offset)
+            return expand_alias(c_ast.ArrayRef(base, c_ast.BinaryOp("+", offset, e), node.coord),
+                                aliases)
+    if isinstance(init, c_ast.UnaryOp) and init.op == "&" and isinstance(init.expr, c_ast.ArrayRef):
+        inner = init.expr
+        return c_ast.ArrayRef(inner.name, c_ast.BinaryOp("+", inner.subscript, e), node.coord)
+    if isinstance(init, c_ast.ArrayRef):
+        return c_ast.ArrayRef(init, e, node.coord)
+    raise NotGemm(f"pointer '{node.name.name}' is set to '{_GEN.visit(init)}', which is not an "
+                  "address inside an array")
+
+
+def _names_array(node: c_ast.Node, aliases: dict) -> bool:
+    return isinstance(node, (c_ast.ID, c_ast.StructRef, c_ast.ArrayRef))
+
+
+def flatten_access(node: c_ast.ArrayRef, scope: Scope, conv: IndexConverter,
+                   aliases: dict[str, c_ast.Node] | None = None) -> Access:
+    if aliases:
+        node = expand_alias(node, aliases)
     subscripts: list[c_ast.Node] = []
     base = node
     while isinstance(base, c_ast.ArrayRef):
@@ -147,6 +184,7 @@ class Evaluator:
     locals_: set[str] = field(default_factory=set)          # scalars declared inside the nest
     scalars_written: set[str] = field(default_factory=set)
     scalar_params: set[str] = field(default_factory=set)
+    aliases: dict = field(default_factory=dict)              # row pointers: name -> address
 
     def value(self, node: c_ast.Node, state: dict) -> Lin:
         if isinstance(node, c_ast.Constant):
@@ -161,7 +199,7 @@ class Evaluator:
         if isinstance(node, c_ast.StructRef):
             return self._scalar_param(node)
         if isinstance(node, c_ast.ArrayRef):
-            acc = flatten_access(node, self.scope, self.conv)
+            acc = flatten_access(node, self.scope, self.conv, self.aliases)
             if self.c_access is not None and acc.array == self.c_access.array:
                 if acc.index != self.c_access.index:
                     raise NotGemm(f"'{acc.array}' is both stored to and read at another element "
@@ -257,6 +295,9 @@ class Evaluator:
 
     def run(self, statements: tuple[c_ast.Node, ...], state: dict) -> None:
         for stmt in statements:
+            if isinstance(stmt, c_ast.Decl) and isinstance(stmt.type, c_ast.PtrDecl):
+                self.alias(stmt)
+                continue
             if isinstance(stmt, c_ast.Decl):
                 t = ctype.resolve(stmt.type, self.scope.typedefs)
                 if not isinstance(t, Scalar) or t.kind != "float":
@@ -286,6 +327,17 @@ class Evaluator:
                     rhs = self._multiply(old, rhs)
             state[slot] = rhs
 
+    def alias(self, decl: c_ast.Decl) -> None:
+        """A pointer declared inside the nest: an alias of an address inside an array."""
+        t = ctype.resolve(decl.type, self.scope.typedefs)
+        if ctype.is_volatile(t):
+            raise NotGemm(f"'{decl.name}' is volatile")
+        if decl.init is None:
+            raise NotGemm(f"pointer '{decl.name}' is declared without a value in the nest")
+        self.scope.declare(decl)
+        self.locals_.add(decl.name)
+        self.aliases[decl.name] = decl.init
+
     def _target(self, lvalue: c_ast.Node, state: dict) -> str:
         if isinstance(lvalue, c_ast.ID):
             t = self.scope.type_of(lvalue.name)
@@ -297,7 +349,7 @@ class Evaluator:
             state.setdefault(lvalue.name, None)
             return lvalue.name
         if isinstance(lvalue, c_ast.ArrayRef):
-            acc = flatten_access(lvalue, self.scope, self.conv)
+            acc = flatten_access(lvalue, self.scope, self.conv, self.aliases)
             if self.c_access is None:
                 raise NotGemm("store to an array that is not the result")
             if acc.key != self.c_access.key:
@@ -342,7 +394,13 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     nest = parse_nest(outer, scope)
     iterators = [lp.var for lp in nest.loops]
     conv = IndexConverter(scope, iterators)
-    c_access = _find_store(nest, scope, conv)
+    ev = Evaluator(scope=scope, conv=conv)
+    for decl in nest.hoisted:
+        ev.alias(decl)
+    for stmt in nest.pre:
+        if isinstance(stmt, c_ast.Decl) and isinstance(stmt.type, c_ast.PtrDecl):
+            ev.alias(stmt)
+    c_access = _find_store(nest, scope, conv, ev.aliases)
     dtype = DType.from_ctype("double" if c_access.elem.bits == 64 else "float") \
         if c_access.elem.kind == "float" else None
     if dtype is None or c_access.elem.bits not in (32, 64):
@@ -360,7 +418,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     if not nest.perfect and k_var != iterators[2]:
         raise NotGemm("statements around the innermost loop, which is not the reduction loop")
 
-    ev = Evaluator(scope=scope, conv=conv, dtype=dtype, c_access=c_access)
+    ev.dtype, ev.c_access = dtype, c_access
     final = _evaluate(nest, ev)
     alpha, beta, init = _gemm_form(final, nest)
     if len(ev.products) != 1:
@@ -440,11 +498,11 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     )
 
 
-def _find_store(nest: LoopNest, scope: Scope, conv: IndexConverter) -> Access:
+def _find_store(nest: LoopNest, scope: Scope, conv: IndexConverter, aliases: dict) -> Access:
     stores = []
     for stmt in (*nest.pre, *nest.body, *nest.post):
         if isinstance(stmt, c_ast.Assignment) and isinstance(stmt.lvalue, c_ast.ArrayRef):
-            stores.append(flatten_access(stmt.lvalue, scope, conv))
+            stores.append(flatten_access(stmt.lvalue, scope, conv, aliases))
     if not stores:
         raise NotGemm("the nest stores to no array")
     first = stores[0]
