@@ -179,10 +179,12 @@ class IndexConverter:
     of integer type (the caller checks invariance).  Every parameter met is recorded in `params`.
     """
 
-    def __init__(self, scope: Scope, iterators: Iterable[str]) -> None:
+    def __init__(self, scope: Scope, iterators: Iterable[str],
+                 values: dict[str, c_ast.Node] | None = None) -> None:
         self.scope = scope
         self.iterators = set(iterators)
         self.params: set[str] = set()
+        self.values = values or {}      # names standing for an expression (side assignments)
 
     def convert(self, node: c_ast.Node) -> Poly:
         poly, _ = self._convert(node)
@@ -200,7 +202,9 @@ class IndexConverter:
                 raise NotAffine(f"non-integer constant {node.value} in an index")
             value, t = int_constant(node)
             return Poly.const(value), t
-        if isinstance(node, (c_ast.ID, c_ast.StructRef)):
+        if isinstance(node, c_ast.ID) and node.name in self.values:
+            return self._convert(self.values[node.name])
+        if isinstance(node, (c_ast.ID, c_ast.StructRef)) or is_deref(node):
             name = symbol_text(node)
             t = self.scope.type_of_expr(node)
             if t is None:
@@ -259,7 +263,14 @@ def symbol_text(node: c_ast.Node) -> str:
         return node.name
     if isinstance(node, c_ast.StructRef):
         return f"{symbol_text(node.name)}{node.type}{node.field.name}"
+    if is_deref(node):
+        return f"(*{node.expr.name})"
     raise NotAffine(f"{_describe(node)} in an index")
+
+
+def is_deref(node: c_ast.Node) -> bool:
+    """`*p` for a named pointer (f2c passes every scalar by address)."""
+    return isinstance(node, c_ast.UnaryOp) and node.op == "*" and isinstance(node.expr, c_ast.ID)
 
 
 def _describe(node: c_ast.Node) -> str:

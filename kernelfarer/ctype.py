@@ -253,6 +253,9 @@ class Scope:
         """Type of a name or a member access chain (s.n, p->m.rows); None for anything else."""
         if isinstance(node, c_ast.ID):
             return self.type_of(node.name)
+        if isinstance(node, c_ast.UnaryOp) and node.op == "*":
+            base = self.type_of_expr(node.expr)
+            return None if base is None else element(base)
         if isinstance(node, c_ast.StructRef) and isinstance(node.field, c_ast.ID):
             base = self.type_of_expr(node.name)
             if base is None:

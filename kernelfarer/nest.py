@@ -40,7 +40,8 @@ class LoopNest:
     pre: tuple[c_ast.Node, ...]           # statements before the innermost loop (in loop 2's body)
     body: tuple[c_ast.Node, ...]          # the innermost loop's statements
     post: tuple[c_ast.Node, ...]          # statements after the innermost loop
-    hoisted: tuple[c_ast.Decl, ...] = ()  # pointer declarations at the top of loop 1's body
+    hoisted: tuple[c_ast.Node, ...] = ()  # set-up statements at the top of loop 1's body
+    side: tuple[c_ast.Assignment, ...] = ()  # integer bound assignments (hoisted or in pre)
 
     @property
     def perfect(self) -> bool:
@@ -100,12 +101,19 @@ def _is_pointer_decl(node: c_ast.Node) -> bool:
         and node.init is not None
 
 
-def hoisted_pointers(outer: c_ast.For) -> tuple[list[c_ast.Decl], c_ast.Node | None]:
-    """Row pointers set up at the top of the outer loop's body (`const float *arow = A + i*lda;`)
-    and the loop that follows them, when that is all the body holds."""
+def is_side_assignment(node: c_ast.Node) -> bool:
+    """`v = expr;` with a plain name on the left: f2c sets loop bounds this way (`i__2 = *m;`).
+    Whether it is an invariant integer is decided with types, in the recognizer."""
+    return isinstance(node, c_ast.Assignment) and node.op == "=" and isinstance(node.lvalue, c_ast.ID)
+
+
+def hoisted_pointers(outer: c_ast.For) -> tuple[list[c_ast.Node], c_ast.Node | None]:
+    """Statements that only set things up at the top of the outer loop's body — row pointers
+    (`const float *arow = A + i*lda;`) and bound assignments (`i__2 = *m;`) — and the loop that
+    follows them, when that is all the body holds."""
     items = _statements(outer.stmt)
     decls = []
-    while items and _is_pointer_decl(items[0]):
+    while items and (_is_pointer_decl(items[0]) or is_side_assignment(items[0])):
         decls.append(items.pop(0))
     if decls and len(items) == 1 and isinstance(items[0], c_ast.For):
         return decls, items[0]
@@ -141,8 +149,10 @@ def split_nest(outer: c_ast.For) -> tuple[list[c_ast.For], list, list, list]:
     return [outer, second, third], pre, body, post
 
 
-def parse_loop(node: c_ast.For, scope: Scope, outer_vars: list[str]) -> Loop:
-    """A canonical counted loop ``for (v = lo; v < hi; v++)`` (also <=, ++v, v += 1, v = v + 1)."""
+def parse_loop(node: c_ast.For, scope: Scope, outer_vars: list[str],
+               values: dict[str, c_ast.Node] | None = None) -> Loop:
+    """A canonical counted loop ``for (v = lo; v < hi; v++)`` (also <=, ++v, v += 1, v = v + 1).
+    `values` gives the value of names set by side assignments before the loop."""
     var, lower_node, declared = _loop_init(node, scope)
     var_type = scope.type_of(var)
     if not isinstance(var_type, Scalar) or var_type.kind != "int":
@@ -153,7 +163,7 @@ def parse_loop(node: c_ast.For, scope: Scope, outer_vars: list[str]) -> Loop:
         raise NotGemm(f"loop variable '{var}' is narrower than int ({var_type.spelling})")
     upper_node, inclusive = _loop_cond(node, var)
     _loop_step(node, var)
-    conv = IndexConverter(scope, outer_vars + [var])
+    conv = IndexConverter(scope, outer_vars + [var], values)
     try:
         lower = conv.convert(lower_node)
         upper = conv.convert(upper_node)
@@ -228,11 +238,32 @@ def _loop_step(node: c_ast.For, var: str) -> None:
 def parse_nest(outer: c_ast.For, scope: Scope) -> LoopNest:
     fors, pre, body, post = split_nest(outer)
     hoisted = tuple(hoisted_pointers(outer)[0])
+    side = [s for s in hoisted if is_side_assignment(s)]
+    pre_side = [s for s in pre if is_side_assignment(s) and _names_integer(s, scope)]
+    pre = [s for s in pre if not any(s is side_stmt for side_stmt in pre_side)]
+    side += pre_side
+    values: dict[str, c_ast.Node] = {}
     loops: list[Loop] = []
-    for node in fors:
-        loops.append(parse_loop(node, scope, [lp.var for lp in loops]))
+    for level, node in enumerate(fors):
+        if level == 1:
+            values.update((a.lvalue.name, a.rvalue) for a in hoisted if is_side_assignment(a))
+        if level == 2:
+            values.update((a.lvalue.name, a.rvalue) for a in pre_side)
+        loops.append(parse_loop(node, scope, [lp.var for lp in loops], dict(values)))
     names = [lp.var for lp in loops]
     if len(set(names)) != 3:
         raise NotGemm("the loops do not have three distinct variables")
+    for assignment in side:
+        name = assignment.lvalue.name
+        if not _names_integer(assignment, scope):
+            raise NotGemm(f"'{name}' is assigned before the inner loops and is not an integer")
+        if name in {lp.var for lp in loops}:
+            raise NotGemm(f"loop variable '{name}' is assigned in the nest")
     return LoopNest(loops=tuple(loops), pre=tuple(pre), body=tuple(body), post=tuple(post),
-                    hoisted=hoisted)
+                    hoisted=tuple(s for s in hoisted if not is_side_assignment(s)),
+                    side=tuple(side))
+
+
+def _names_integer(assignment: c_ast.Assignment, scope: Scope) -> bool:
+    t = scope.type_of(assignment.lvalue.name)
+    return isinstance(t, Scalar) and t.kind == "int" and not t.volatile

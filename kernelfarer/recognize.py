@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
-from kernelfarer.affine import IndexConverter, NotAffine, Poly, symbol_text
+from kernelfarer.affine import IndexConverter, NotAffine, Poly, is_deref, symbol_text
 from kernelfarer.ctype import Array, Pointer, Scalar, Scope
 from kernelfarer.diagnostics import SourceLocation
 from kernelfarer.model import AccessModel, StatementModel, build_model
@@ -208,6 +208,8 @@ class Evaluator:
             self._check_elem(acc)
             self.reads.append(acc)
             return {f"r{len(self.reads) - 1}": Poly.const(1)}
+        if is_deref(node):
+            return self._scalar_param(node)
         if isinstance(node, c_ast.UnaryOp):
             if node.op == "-":
                 return _lin_scale(self.value(node.expr, state), Poly.const(-1))
@@ -494,6 +496,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         alpha=_scalar_c(alpha, dtype), beta=_scalar_c(beta, dtype) if init is CInit.SCALE else
         ("1" if init is CInit.ACCUMULATE else "0"),
         init=init, guards=tuple(guards), location=location, loop_order=order, shape=shape,
+        finals=_final_values(nest),
         description=_describe(c_access, first, second, init),
     )
 
@@ -590,9 +593,15 @@ def _assign_roles(first: Access, second: Access, m: str, n: str, k: str,
 
 def _check_invariants(nest: LoopNest, ev: Evaluator, facts: FunctionFacts, scope: Scope,
                       accesses: list[Access], iterators: list[str], nest_ids: set[int]) -> None:
-    # Loop variables and accumulators declared outside the nest must be dead after it.
-    outside = [lp.var for lp in nest.loops if not lp.declared_in_for]
-    outside += sorted(ev.scalars_written - ev.locals_)
+    # Names set by side assignments stand for their value in the loop bounds only.
+    side = {a.lvalue.name for a in nest.side}
+    for stmt in (*nest.pre, *nest.body, *nest.post):
+        used = side & _names_in(stmt)
+        if used:
+            raise NotGemm(f"'{sorted(used)[0]}' is assigned in the nest and used in its body")
+    # Accumulators declared outside the nest must be dead after it (loop variables and side
+    # assignments are given their final values after the fast path instead).
+    outside = sorted(ev.scalars_written - ev.locals_)
     for name in outside:
         for node_id, harmless in facts.references.get(name, []):
             if node_id not in nest_ids and not harmless:
@@ -607,6 +616,27 @@ def _check_invariants(nest: LoopNest, ev: Evaluator, facts: FunctionFacts, scope
         t = scope.type_of(name)
         if t is not None and ctype.is_volatile(t):
             raise NotGemm(f"'{name}' is volatile")
+
+
+def _names_in(node: c_ast.Node) -> set[str]:
+    found = {node.name} if isinstance(node, c_ast.ID) else set()
+    for _, child in node.children():
+        found |= _names_in(child)
+    return found
+
+
+def _final_values(nest: LoopNest) -> tuple[str, ...]:
+    """Statements that leave the variables the nest sets with the values the original leaves
+    (the fast path only runs when every loop runs at least once)."""
+    out = [_GEN.visit(a) + ";" for a in nest.side]
+    for lp in nest.loops:
+        if lp.declared_in_for:
+            continue
+        bound = lp.node.cond.right if _GEN.visit(lp.node.cond.left) == lp.var else lp.node.cond.left
+        text = _GEN.visit(bound)
+        inclusive = lp.node.cond.op in ("<=", ">=")
+        out.append(f"{lp.var} = ({text}){' + 1' if inclusive else ''};")
+    return tuple(out)
 
 
 def _prove_reduction(nest: LoopNest, ev: Evaluator, c_access: Access, a_acc: Access,
@@ -723,7 +753,7 @@ def _scalar_alias_guards(ev: Evaluator, facts: FunctionFacts, scope: Scope, c: A
     guards = []
     c_op, ldc, _, m, n = ranges["C"]
     for name in sorted(ev.scalar_params):
-        member = "." in name or "->" in name
+        member = "." in name or "->" in name or name.startswith("(*")
         decl = scope.lookup(name) if not member else None
         if not member:
             t = scope.type_of(name)

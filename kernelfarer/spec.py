@@ -65,3 +65,5 @@ class GemmSpec:
     loop_order: str                 # e.g. "ijk" in the user's names, outermost first
     shape: str                      # for remarks: "M=n N=m K=p" in the user's terms
     description: str                # one line for remarks: the user's statement shape
+    finals: tuple[str, ...] = ()    # C statements run after the fast path: loop variables and
+                                    # bound temporaries get the values the original leaves
