@@ -27,7 +27,8 @@ RUNNABLE = [t for t in ("x86-avx2", "generic") if targets.host_can_run(targets.T
 
 
 def _compile(src: str, out: str) -> None:
-    subprocess.run(["clang-19", "-O1", "-w", "-shared", "-fPIC", src, "-o", out], check=True)
+    subprocess.run(["clang-19", "-O1", "-w", "-shared", "-fPIC", "-DKERNELFARER_TRACE", src,
+                    "-o", out], check=True)
 
 
 def _small_blocking(target: str, rng: random.Random) -> dict:
@@ -63,6 +64,7 @@ def run_batch(seed: int, tmp_path, target: str) -> dict:
     _compile(str(fast), str(lib1))
     ffi = cffi.FFI()
     ffi.cdef("\n".join(gemm_gen.cdef(c) for c in cases))
+    ffi.cdef("extern long kernelfarer_fast_path_calls;")
     original, rewritten = ffi.dlopen(str(lib0)), ffi.dlopen(str(lib1))
 
     replaced_lines = {r.location.line for r in result.remarks if r.replaced}
@@ -82,7 +84,12 @@ def run_batch(seed: int, tmp_path, target: str) -> dict:
         stats["replaced"] += replaced
         for _ in range(3):
             stats["calls"] += 1
-            _compare(ffi, original, rewritten, case, rng)
+            before = rewritten.kernelfarer_fast_path_calls if replaced else 0
+            sizes = _compare(ffi, original, rewritten, case, rng)
+            if replaced and min(sizes) > 0:     # no silent fallback to the original loops
+                assert rewritten.kernelfarer_fast_path_calls == before + 1, (
+                    f"fast path not taken: {case.kind} sizes={sizes}\n{case.source}")
+                stats["fast"] = stats.get("fast", 0) + 1
     return stats
 
 
@@ -115,6 +122,7 @@ def _compare(ffi, original, rewritten, case, rng: random.Random) -> None:
         results.append(copies["C"])
     assert np.array_equal(results[0], results[1], equal_nan=True), (
         f"MISCOMPILE {case.kind} M={m} N={n} K={k} lds={lds} alpha={alpha} beta={beta}\n{case.source}")
+    return m, n, k
 
 
 @pytest.mark.parametrize("target", RUNNABLE)
