@@ -20,6 +20,7 @@ from kernelfarer import ctype
 from kernelfarer.affine import IndexConverter, NotAffine, Poly, is_deref, symbol_text
 from kernelfarer.ctype import Array, Pointer, Scalar, Scope
 from kernelfarer.diagnostics import SourceLocation
+from kernelfarer.epilogue import epilogue_form
 from kernelfarer.model import AccessModel, StatementModel, build_model
 from kernelfarer.nest import LoopNest, NotGemm, parse_nest
 from kernelfarer.spec import SIZE_NAMES, CInit, GemmSpec, Guard, Operand
@@ -390,7 +391,8 @@ class FunctionFacts:
 
 
 def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
-                   location: SourceLocation, nest_ids: set[int]) -> GemmSpec:
+                   location: SourceLocation, nest_ids: set[int],
+                   functions: frozenset[str] | None = None) -> GemmSpec:
     """GemmSpec for the nest rooted at `outer`, or NotGemm."""
     scope = scope.snapshot()
     nest = parse_nest(outer, scope)
@@ -421,8 +423,16 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         raise NotGemm("statements around the innermost loop, which is not the reduction loop")
 
     ev.dtype, ev.c_access = dtype, c_access
-    final = _evaluate(nest, ev)
-    alpha, beta, init = _gemm_form(final, nest)
+    epi = None
+    try:
+        final = _evaluate(nest, ev)
+        alpha, beta, init = _gemm_form(final, nest)
+    except NotGemm as linear_failure:
+        if nest.perfect or functions is None:
+            raise
+        ev, alpha, epi, init = _epilogue_attempt(nest, scope, conv, dtype, c_access, functions,
+                                                 linear_failure)
+        beta = Poly.const(1)
     if len(ev.products) != 1:
         raise NotGemm("the loop body sums different products")
     (ra, rb), = ev.products
@@ -485,6 +495,23 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
                             f"rows of {c_access.array} do not overlap"))
     guards += _alias_guards(c_access, [a_acc, b_acc], ranges, dtype)
     guards += _scalar_alias_guards(ev, facts, scope, c_access, ranges, dtype)
+    if epi is not None:
+        for read in epi.reads:
+            acc = flatten_access(read, scope, IndexConverter(scope, iterators), ev.aliases)
+            if acc.array == c_access.array:
+                raise NotGemm(f"the epilogue reads '{acc.array}', the result")
+            view, rs, cs = operand(acc, m_var, n_var, False)
+            ranges["epilogue"] = (view, rs, cs, sizes[m_var], sizes[n_var])
+            if set(acc.index.split(iterators)[0]) - {m_var, n_var}:
+                raise NotGemm(f"the epilogue reads '{acc.array}' along the k loop")
+            guards += _alias_guards(c_access, [acc], {"A": ranges["epilogue"], "C": ranges["C"]},
+                                    dtype)
+            for stride, what in ((rs, "row"), (cs, "column")):
+                if stride.const_value() is None:
+                    guards.append(Guard(f"{stride.to_c()} >= 0",
+                                        f"{acc.array} {what} stride is not negative"))
+                elif stride.const_value() < 0:
+                    raise NotGemm(f"the epilogue reads '{acc.array}' with a negative stride")
 
     order = "".join(v if len(v) == 1 else f"[{v}]" for v in iterators)
     shape = " ".join(f"{name}={loops[v].upper - loops[v].lower}"
@@ -496,8 +523,9 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         alpha=_scalar_c(alpha, dtype), beta=_scalar_c(beta, dtype) if init is CInit.SCALE else
         ("1" if init is CInit.ACCUMULATE else "0"),
         init=init, guards=tuple(guards), location=location, loop_order=order, shape=shape,
-        finals=_final_values(nest),
-        description=_describe(c_access, first, second, init),
+        finals=_final_values(nest), epilogue=epi,
+        description=_describe(c_access, first, second, init) + (
+            " then an element-wise epilogue" if epi is not None else ""),
     )
 
 
@@ -555,6 +583,45 @@ def _evaluate(nest: LoopNest, ev: Evaluator) -> Lin:
         raise NotGemm("the innermost loop does not accumulate a product sum")
     ev.run(nest.post, after)
     return after["<C>"]
+
+
+def _epilogue_attempt(nest: LoopNest, scope: Scope, conv: IndexConverter, dtype: DType,
+                      c_access: Access, functions: frozenset[str], linear_failure: NotGemm):
+    """A nest whose stored value is not linear in the sum: try it as GEMM + element-wise epilogue.
+    Fails with the linear reason when the shape is not even that."""
+    ev = Evaluator(scope=scope, conv=conv, dtype=dtype, c_access=c_access)
+    for decl in nest.hoisted:
+        ev.alias(decl)
+    slots = {"<C>"}
+    for stmt in nest.pre:
+        if isinstance(stmt, c_ast.Decl) and isinstance(stmt.type, c_ast.PtrDecl):
+            ev.alias(stmt)
+        elif isinstance(stmt, c_ast.Decl):
+            scope.declare(stmt)
+            ev.locals_.add(stmt.name)
+            slots.add(stmt.name)
+        elif isinstance(stmt, c_ast.Assignment) and isinstance(stmt.lvalue, c_ast.ID):
+            slots.add(stmt.lvalue.name)
+    sym = {slot: {f"x:{slot}": Poly.const(1)} for slot in slots}
+    try:
+        ev.run(nest.body, sym)
+    except NotGemm:
+        raise linear_failure from None
+    summed = [(slot, _lin_add(value, {f"x:{slot}": Poly.const(1)}, -1))
+              for slot, value in sym.items() if slot in slots and value != {f"x:{slot}": Poly.const(1)}]
+    if len(summed) != 1 or set(summed[0][1]) != {"ab"}:
+        raise linear_failure
+    slot, delta = summed[0]
+    c_store = next(s.lvalue for s in (*nest.pre, *nest.post)
+                   if isinstance(s, c_ast.Assignment) and isinstance(s.lvalue, c_ast.ArrayRef))
+    try:
+        epi, from_c = epilogue_form(nest, slot=slot, c_store=c_store, functions=functions)
+    except NotGemm as exc:
+        raise NotGemm(f"{linear_failure} (as an epilogue: {exc})") from None
+    for name in ev.scalars_written - ev.locals_:
+        ev.scalars_written.discard(name)     # liveness of outside scalars is checked by the caller
+    ev.scalars_written |= {s for s in slots if s != "<C>"} - ev.locals_
+    return ev, delta["ab"], epi, (CInit.ACCUMULATE if from_c else CInit.OVERWRITE)
 
 
 def _gemm_form(final: Lin, nest: LoopNest) -> tuple[Poly, Poly, CInit]:

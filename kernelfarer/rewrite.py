@@ -29,6 +29,9 @@ class RewriteResult:
     text: str
     remarks: list[Remark]
     notes: list[str]           # one-line notes about the whole file (e.g. target fallback)
+    # The replacements that turned the original text into `text`, in order: (start, end) offsets
+    # in the original and the new text.  kernelfarer-cc uses them to keep line numbers.
+    edits: tuple[_Edit, ...] = ()
 
     @property
     def replaced(self) -> int:
@@ -86,7 +89,8 @@ def rewrite_file(path: str, options: RewriteOptions = RewriteOptions()) -> Rewri
         text = _splice(source.text, edits)
         if options.verify:
             _verify(path, text, options.cppflags)
-    return RewriteResult(path=path, text=text, remarks=remarks, notes=notes)
+    return RewriteResult(path=path, text=text, remarks=remarks, notes=notes,
+                         edits=tuple(sorted(edits, key=lambda e: (e.start, e.end))))
 
 
 def _details(spec: GemmSpec, plan: KernelPlan) -> tuple[tuple[str, object], ...]:

@@ -16,6 +16,7 @@ import enum
 from dataclasses import dataclass
 
 from kernelfarer.diagnostics import SourceLocation
+from kernelfarer.epilogue import Epilogue
 from kernelfarer.targets import DType
 
 
@@ -67,3 +68,4 @@ class GemmSpec:
     description: str                # one line for remarks: the user's statement shape
     finals: tuple[str, ...] = ()    # C statements run after the fast path: loop variables and
                                     # bound temporaries get the values the original leaves
+    epilogue: "Epilogue | None" = None  # element-wise code applied to the GEMM's result

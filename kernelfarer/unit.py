@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pycparser import c_ast
 
 from kernelfarer.ctype import Scope, struct_key
+from kernelfarer.epilogue import pure_functions
 from kernelfarer.diagnostics import SourceLocation
 from kernelfarer.frontend import TranslationUnit
 from kernelfarer.nest import NotGemm
@@ -82,6 +83,7 @@ class _Walker:
         self.tu = tu
         self.candidates: list[Candidate] = []
         self.pragma_loops: set[int] = set()     # loops that directly follow a #pragma
+        self.functions = pure_functions(tu.ast)  # calls an epilogue may make
 
     def function(self, func: c_ast.FuncDef, scope: Scope) -> None:
         self.func = func
@@ -139,7 +141,8 @@ class _Walker:
         rank = next(i for i, f in enumerate(siblings) if f is node)
         location = source.location(node.coord)
         try:
-            spec = recognize_nest(node, scope, self.facts, location, _ids_within(node))
+            spec = recognize_nest(node, scope, self.facts, location, _ids_within(node),
+                                  self.functions)
             if id(node) in self.pragma_loops:
                 raise NotGemm("a #pragma (e.g. OpenMP) applies to the loop; it would no longer "
                               "apply to the replacement")

@@ -109,6 +109,35 @@ void batched(int batch, int n, const float *A, const float *B, float *C) {
 }
 """
 
+DENSE = """
+#include <math.h>
+static inline float relu(float x) { return x > 0 ? x : 0; }
+void dense(int batch, int in, int out, const float *x, const float *w, const float *bias, float *y) {
+  for (int b = 0; b < batch; b++)
+    for (int o = 0; o < out; o++) {
+      float acc = bias ? bias[o] : 0.0f;
+      for (int i = 0; i < in; i++)
+        acc += x[b * in + i] * w[i * out + o];
+      y[b * out + o] = relu(acc);
+    }
+}
+"""
+
+DENSE_FMAX = """
+#include <math.h>
+void dense2(int n, int m, int p, float C[n][m], const float A[n][p], const float B[p][m],
+            const float *b) {
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < m; j++) {
+      float acc;
+      acc = 0;
+      for (int k = 0; k < p; k++)
+        acc += A[i][k] * B[k][j];
+      C[i][j] = fmaxf(acc + b[j], 0.0f) * 2.0f;
+    }
+}
+"""
+
 SIZES = [(0, 3, 4), (1, 1, 1), (2, 3, 5), (7, 13, 5), (17, 9, 31), (6, 16, 8), (5, 17, 9),
          (13, 31, 37), (40, 50, 60)]
 
@@ -135,6 +164,14 @@ CASES = {
                      "float", lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k + 1),
                                                _int(k + 1), ("T*", k, n), _int(n), ("T*", m, n + 2),
                                                _int(n + 2)]),
+    "dense_relu_bias": (DENSE, "void dense(int, int, int, const float *, const float *, "
+                               "const float *, float *);", "float",
+                        lambda m, n, k: [_int(m), _int(k), _int(n), ("T*", m, k), ("T*", k, n),
+                                         ("T*", 1, n), ("T*", m, n)]),
+    "dense_fmaxf": (DENSE_FMAX, "void dense2(int, int, int, float *, const float *, const float *, "
+                                "const float *);", "float",
+                    lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, n), ("T*", m, k),
+                                     ("T*", k, n), ("T*", 1, n)]),
     "batched": (BATCHED, "void batched(int, int, const float *, const float *, float *);", "float",
                 lambda m, n, k: [_int(3), _int(n), ("T*", 3 * n, n), ("T*", 3 * n, n),
                                  ("T*", 3 * n, n)]),
