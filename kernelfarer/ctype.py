@@ -92,6 +92,8 @@ def scalar_from_names(names: list[str], typedefs: dict[str, c_ast.Node]) -> CTyp
         return Other(" ".join(names))
     signed = not unsigned and key != "_Bool"
     spelling = ("unsigned " if unsigned else "") + ("long long" if key == "long long" else key)
+    if key == "char" and "signed" in names:
+        spelling = "signed char"     # plain char's signedness depends on the target
     return Scalar("int", bits, signed, spelling)
 
 

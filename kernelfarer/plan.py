@@ -33,6 +33,7 @@ class KernelPlan:
     blocking: Blocking
     # Resolved for the templates:
     ctype: str = ""
+    in_ctype: str = ""                  # operands A and B (and the packed panels)
     mr: int = 0
     nr: int = 0
     lanes: int = 1
@@ -87,7 +88,7 @@ def analytical_blocking(shape: KernelShape, dtype: DType, caches: Caches) -> Blo
     kc is a multiple of the kernel's k unroll (and of kr), so full kc blocks skip the remainder loop.
     """
     l1, l2, l3 = caches.l1d, caches.l2, caches.l3
-    mr, nr, size = shape.mr, shape.nr, dtype.size
+    mr, nr, size = shape.mr, shape.nr, dtype.in_size
     step = math.lcm(shape.kr, shape.unroll)
     kc = (l1.ways - 1) * l1.sets * l1.line // ((mr + nr) * size)   # the bound without whole ways
     kc = min(kc, 1024) // step * step
@@ -118,7 +119,7 @@ def make_plan(target: Target, dtype: DType, *, caches: Caches | None = None,
     vectors = tuple(range(shape.nr // shape.lanes))
     return KernelPlan(
         target=target, dtype=dtype, shape=shape, blocking=blocking,
-        ctype=dtype.ctype, mr=shape.mr, nr=shape.nr, lanes=shape.lanes,
+        ctype=dtype.ctype, in_ctype=dtype.in_ctype, mr=shape.mr, nr=shape.nr, lanes=shape.lanes,
         attribute=attribute, isa=MappingProxyType(dict(shape.isa)),
         kernel_name=base,
         pack_a_name=f"kf_{dtype.letter}pack_a_{tag}_{shape.mr}",

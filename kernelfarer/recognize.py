@@ -186,6 +186,7 @@ class Evaluator:
     scalars_written: set[str] = field(default_factory=set)
     scalar_params: set[str] = field(default_factory=set)
     aliases: dict = field(default_factory=dict)              # row pointers: name -> address
+    narrow: set = field(default_factory=set)                 # int8 operands of an int32 GEMM
 
     def value(self, node: c_ast.Node, state: dict) -> Lin:
         if isinstance(node, c_ast.Constant):
@@ -219,8 +220,8 @@ class Evaluator:
             raise NotGemm(f"operator '{node.op}' in the loop body")
         if isinstance(node, c_ast.Cast):
             target = ctype.resolve(node.to_type, self.scope.typedefs)
-            if not (isinstance(target, Scalar) and self.dtype and target.kind == "float"
-                    and target.bits == self.dtype.size * 8):
+            if not (isinstance(target, Scalar) and self.dtype
+                    and self.dtype.is_result(target.kind, target.bits, target.signed)):
                 raise NotGemm(f"conversion to '{_GEN.visit(node.to_type)}' in the loop body")
             return self.value(node.expr, state)
         if isinstance(node, c_ast.BinaryOp):
@@ -246,6 +247,8 @@ class Evaluator:
             except ValueError:
                 pass
             is_float = node.value.lower().endswith("f")
+            if self.dtype and self.dtype.kind == "int":
+                raise NotGemm(f"floating-point constant {node.value} in an integer GEMM")
             if self.dtype is DType.F32 and not is_float:
                 raise NotGemm(f"double constant {node.value} in a float computation "
                               "(mixed precision)")
@@ -267,9 +270,13 @@ class Evaluator:
             raise NotGemm(f"'{name}' is not a scalar")
         if t.volatile:
             raise NotGemm(f"'{name}' is volatile")
-        if t.kind == "float" and self.dtype and t.bits > self.dtype.size * 8:
+        if self.dtype and t.kind == "float" and (self.dtype.kind == "int"
+                                                  or t.bits > self.dtype.size * 8):
             raise NotGemm(f"'{name}' is {t.spelling} in a {self.dtype.ctype} computation "
                           "(mixed precision)")
+        if self.dtype and t.kind == "int" and self.dtype.kind == "int" and (
+                t.bits > self.dtype.size * 8 or not t.signed):
+            raise NotGemm(f"'{name}' is {t.spelling} in a {self.dtype.ctype} computation")
         self.scalar_params.add(name)
         return {"one": Poly.symbol(name)}
 
@@ -289,10 +296,16 @@ class Evaluator:
         raise NotGemm("the loop body is not a sum of products of two matrix elements")
 
     def _check_elem(self, acc: Access) -> None:
-        if self.dtype is not None and (acc.elem.kind != "float"
-                                       or acc.elem.bits != self.dtype.size * 8):
-            raise NotGemm(f"'{acc.array}' holds {acc.elem.spelling}, the result holds "
-                          f"{self.dtype.ctype} (mixed types)")
+        if self.dtype is None:
+            return
+        e = acc.elem
+        if self.dtype.is_operand(e.kind, e.bits, e.signed):
+            return
+        if self.dtype is DType.I32 and e.spelling == "signed char":
+            self.narrow.add(acc.array)          # int8 operands summed in int32
+            return
+        raise NotGemm(f"'{acc.array}' holds {e.spelling}, the result holds {self.dtype.ctype} "
+                      "(mixed types)")
 
     # -- statements ------------------------------------------------------------------------------
 
@@ -303,7 +316,7 @@ class Evaluator:
                 continue
             if isinstance(stmt, c_ast.Decl):
                 t = ctype.resolve(stmt.type, self.scope.typedefs)
-                if not isinstance(t, Scalar) or t.kind != "float":
+                if not isinstance(t, Scalar) or t.kind != self._kind():
                     raise NotGemm(f"declaration of '{stmt.name}' in the loop body is not a "
                                   "floating-point scalar")
                 self._check_scalar_type(stmt.name, t)
@@ -344,9 +357,9 @@ class Evaluator:
     def _target(self, lvalue: c_ast.Node, state: dict) -> str:
         if isinstance(lvalue, c_ast.ID):
             t = self.scope.type_of(lvalue.name)
-            if not isinstance(t, Scalar) or t.kind != "float":
+            if not isinstance(t, Scalar) or t.kind != self._kind():
                 raise NotGemm(f"'{lvalue.name}' is assigned in the loop nest and is not a "
-                              "floating-point scalar")
+                              f"scalar of the GEMM's type")
             self._check_scalar_type(lvalue.name, t)
             self.scalars_written.add(lvalue.name)
             state.setdefault(lvalue.name, None)
@@ -361,10 +374,15 @@ class Evaluator:
             return "<C>"
         raise NotGemm(f"store through '{_GEN.visit(lvalue)}'")
 
+    def _kind(self) -> str:
+        return self.dtype.kind if self.dtype else "float"
+
     def _check_scalar_type(self, name: str, t: Scalar) -> None:
         if t.volatile:
             raise NotGemm(f"'{name}' is volatile")
-        if self.dtype is not None and t.bits != self.dtype.size * 8:
+        if self.dtype is not None and not (self.dtype.is_result(t.kind, t.bits, t.signed)
+                                           or self.dtype.is_operand(t.kind, t.bits, t.signed)
+                                           or t.spelling == "signed char" and self.dtype is DType.I32):
             raise NotGemm(f"accumulator '{name}' is {t.spelling}, C holds {self.dtype.ctype} "
                           "(mixed precision)")
 
@@ -405,11 +423,11 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         if isinstance(stmt, c_ast.Decl) and isinstance(stmt.type, c_ast.PtrDecl):
             ev.alias(stmt)
     c_access = _find_store(nest, scope, conv, ev.aliases)
-    dtype = DType.from_ctype("double" if c_access.elem.bits == 64 else "float") \
-        if c_access.elem.kind == "float" else None
-    if dtype is None or c_access.elem.bits not in (32, 64):
-        raise NotGemm(f"result '{c_access.array}' holds {c_access.elem.spelling} "
-                      "(float and double GEMMs are supported)")
+    e = c_access.elem
+    dtype = DType.for_result(e.kind, e.bits, e.signed)
+    if dtype is None:
+        raise NotGemm(f"result '{c_access.array}' holds {e.spelling} (float, double, int and "
+                      "long GEMMs are supported)")
 
     try:
         c_coeffs, _ = c_access.index.split(iterators)
@@ -437,6 +455,15 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         raise NotGemm("the loop body sums different products")
     (ra, rb), = ev.products
     first, second = ev.reads[ra], ev.reads[rb]
+    if ev.narrow:
+        if {first.array, second.array} - ev.narrow:
+            raise NotGemm("one operand is int8 and the other is not (mixed types)")
+        dtype = DType.I8I32
+    for name in ev.scalars_written - ev.locals_ | (ev.scalars_written & ev.locals_):
+        t = scope.type_of(name)
+        if isinstance(t, Scalar) and not dtype.is_result(t.kind, t.bits, t.signed) \
+                and not dtype.is_operand(t.kind, t.bits, t.signed):
+            raise NotGemm(f"'{name}' is {t.spelling}, the result is {dtype.ctype}")
 
     # Roles: C's unit-stride variable is n (columns); the other is m.
     unit = [v for v in c_vars if c_coeffs[v] == Poly.const(1)]
@@ -465,7 +492,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         for v in iterators:
             if v in coeffs:
                 origin = origin + coeffs[v] * starts[v]
-        cast = f"({'' if writable else 'const '}{dtype.ctype} *)"
+        cast = f"({'' if writable else 'const '}{dtype.ctype if writable else dtype.in_ctype} *)"
         base = f"({cast}({acc.array}))" if origin.is_zero() else \
             f"({cast}({acc.array}) + {origin.to_c()})"
         return Operand(name=acc.array, base=base, row_stride=rs.to_c(), col_stride=cs.to_c(),
@@ -578,6 +605,10 @@ def _evaluate(nest: LoopNest, ev: Evaluator) -> Lin:
         if entry[slot] is None:
             raise NotGemm(f"'{slot}' is accumulated before it is set")
         summed_slot = slot
+        t = ev.scope.type_of(slot) if slot != "<C>" else None
+        if isinstance(t, Scalar) and not ev.dtype.is_result(t.kind, t.bits, t.signed):
+            raise NotGemm(f"the sum is accumulated in '{slot}' ({t.spelling}), narrower than "
+                          f"the result ({ev.dtype.ctype})")
         after[slot] = _lin_add(entry[slot], {"s": delta["ab"]})
     if summed_slot is None:
         raise NotGemm("the innermost loop does not accumulate a product sum")

@@ -72,15 +72,23 @@ def rewrite_file(path: str, options: RewriteOptions = RewriteOptions()) -> Rewri
                                   "(it comes from a macro expansion)"))
             continue
         spec = cand.spec
-        key = (target.name, spec.dtype.name)
+        chosen = target
+        if spec.dtype not in target.kernels:
+            # Observable fallback: the remark names the kernel, the report says why.
+            chosen = targets.TARGETS[targets.GENERIC]
+        key = (chosen.name, spec.dtype.name)
         if key not in plans:
-            plans[key] = make_plan(target, spec.dtype, overrides=options.blocking)
+            plans[key] = make_plan(chosen, spec.dtype, overrides=options.blocking)
         plan = plans[key]
         original = source.text[span.start:span.end]
         indent = source.indentation(span.start)
         edits.append(_Edit(span.start, span.end, emit.render_call(spec, plan, original, indent)))
         insert_at = func_start if insert_at is None else min(insert_at, func_start)
-        remarks.append(Remark(location, "gemm", True, "", _details(spec, plan)))
+        details = _details(spec, plan)
+        if chosen is not target:
+            details += (("fallback", f"{target.name} has no {spec.dtype.ctype} kernel "
+                                     f"({spec.dtype.name}); using the portable generic kernel"),)
+        remarks.append(Remark(location, "gemm", True, "", details))
     text = source.text
     if edits:
         support = _shield_from_macros(emit.render_support(list(plans.values())),
@@ -96,7 +104,8 @@ def rewrite_file(path: str, options: RewriteOptions = RewriteOptions()) -> Rewri
 def _details(spec: GemmSpec, plan: KernelPlan) -> tuple[tuple[str, object], ...]:
     layouts = " ".join(op.access for op in (spec.c, spec.a, spec.b))
     return (
-        ("dtype", spec.dtype.ctype),
+        ("dtype", spec.dtype.ctype if spec.dtype.in_ctype == spec.dtype.ctype
+         else f"{spec.dtype.in_ctype}->{spec.dtype.ctype}"),
         ("sizes", spec.shape),
         ("layouts", layouts),
         ("kernel", plan.kernel_name),

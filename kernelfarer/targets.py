@@ -21,20 +21,40 @@ from kernelfarer.diagnostics import KernelfarerError
 
 
 class DType(enum.Enum):
-    """Element type of a GEMM, named the BLAS way (s, d)."""
+    """Element types of a GEMM: C and the accumulation (ctype), and the operands A, B (in_ctype).
+    Named the BLAS way (s, d) for floating point."""
 
-    F32 = ("s", "float", 4)
-    F64 = ("d", "double", 8)
+    F32 = ("s", "float", 4, "float", 4, "float")
+    F64 = ("d", "double", 8, "double", 8, "float")
+    I32 = ("i32", "int", 4, "int", 4, "int")
+    I64 = ("i64", "long", 8, "long", 8, "int")
+    I8I32 = ("i8i32", "int", 4, "signed char", 1, "int")    # int8 operands, int32 sums
 
-    def __init__(self, letter: str, ctype: str, size: int) -> None:
+    def __init__(self, letter: str, ctype: str, size: int, in_ctype: str, in_size: int,
+                 kind: str) -> None:
         self.letter = letter
         self.ctype = ctype
         self.size = size
+        self.in_ctype = in_ctype
+        self.in_size = in_size
+        self.kind = kind
+
+    @property
+    def exact(self) -> bool:
+        """Integer GEMMs give bit-identical results whatever the summation order."""
+        return self.kind == "int"
+
+    def is_result(self, kind: str, bits: int, signed: bool = True) -> bool:
+        return kind == self.kind and bits == self.size * 8 and (signed or self.kind == "float")
+
+    def is_operand(self, kind: str, bits: int, signed: bool = True) -> bool:
+        return kind == self.kind and bits == self.in_size * 8 and (signed or self.kind == "float")
 
     @classmethod
-    def from_ctype(cls, name: str) -> "DType | None":
-        for member in cls:
-            if member.ctype == name:
+    def for_result(cls, kind: str, bits: int, signed: bool = True) -> "DType | None":
+        """The type of a GEMM whose C holds `kind`/`bits` (operands of the same type)."""
+        for member in (cls.F32, cls.F64, cls.I32, cls.I64):
+            if member.is_result(kind, bits, signed):
                 return member
         return None
 
@@ -117,6 +137,9 @@ _AVX2 = {
 _GENERIC = {
     DType.F32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2"),
     DType.F64: KernelShape(mr=4, nr=4, template="kernels/generic.c.j2"),
+    DType.I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2"),
+    DType.I64: KernelShape(mr=4, nr=4, template="kernels/generic.c.j2"),
+    DType.I8I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2"),
 }
 
 TARGETS: Mapping[str, Target] = MappingProxyType({

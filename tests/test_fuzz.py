@@ -32,15 +32,10 @@ def _compile(src: str, out: str) -> None:
 
 
 def _small_blocking(target: str, rng: random.Random) -> dict:
-    shapes = {d: targets.TARGETS[target].kernel(d) for d in DType}
-    mr = max(s.mr for s in shapes.values())
-    nr = max(s.nr for s in shapes.values())
-    # Blocks must be multiples of every dtype's register block: use the lcm-friendly products.
-    mrs = [s.mr for s in shapes.values()]
-    nrs = [s.nr for s in shapes.values()]
-    mc = np.lcm.reduce(mrs) * rng.choice((1, 2))
-    nc = np.lcm.reduce(nrs) * rng.choice((1, 2))
-    del mr, nr
+    shapes = [targets.TARGETS[target].kernel(d) for d in (DType.F32, DType.F64)]
+    # Blocks must be multiples of both float types' register blocks.
+    mc = np.lcm.reduce([s.mr for s in shapes]) * rng.choice((1, 2))
+    nc = np.lcm.reduce([s.nr for s in shapes]) * rng.choice((1, 2))
     return {"mc": int(mc), "kc": rng.choice((4, 7, 8, 16)), "nc": int(nc)}
 
 

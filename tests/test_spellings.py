@@ -138,6 +138,41 @@ void dense2(int n, int m, int p, float C[n][m], const float A[n][p], const float
 }
 """
 
+INTEGERS = """
+#include <stdint.h>
+void igemm(int n, int m, int p, int C[n][m], const int A[n][p], const int B[p][m]) {
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < p; k++)
+      for (int j = 0; j < m; j++)
+        C[i][j] += A[i][k] * B[k][j];
+}
+"""
+
+LONGS = """
+void lgemm(long n, long m, long p, long *C, const long *A, const long *B) {
+  for (long i = 0; i < n; i++)
+    for (long j = 0; j < m; j++) {
+      long s = 0;
+      for (long k = 0; k < p; k++)
+        s += A[i*p+k] * B[k*m+j];
+      C[i*m+j] = 3 * s + C[i*m+j];
+    }
+}
+"""
+
+INT8 = """
+#include <stdint.h>
+void qgemm(int M, int N, int K, const int8_t *a, const int8_t *b, int32_t *c) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      int32_t acc = 0;
+      for (int k = 0; k < K; k++)
+        acc += (int32_t)a[i*K + k] * b[k*N + j];
+      c[i*N + j] = acc;
+    }
+}
+"""
+
 SIZES = [(0, 3, 4), (1, 1, 1), (2, 3, 5), (7, 13, 5), (17, 9, 31), (6, 16, 8), (5, 17, 9),
          (13, 31, 37), (40, 50, 60)]
 
@@ -172,6 +207,14 @@ CASES = {
                                 "const float *);", "float",
                     lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, n), ("T*", m, k),
                                      ("T*", k, n), ("T*", 1, n)]),
+    "int": (INTEGERS, "void igemm(int, int, int, int *, const int *, const int *);", "int",
+            lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, n), ("T*", m, k), ("T*", k, n)]),
+    "long": (LONGS, "void lgemm(long, long, long, long *, const long *, const long *);", "long",
+             lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, n), ("T*", m, k),
+                              ("T*", k, n)]),
+    "int8_int32": (INT8, "void qgemm(int, int, int, const int8_t *, const int8_t *, int *);",
+                   "int", lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
+                                           ("I8*", k, n), ("T*", m, n)]),
     "batched": (BATCHED, "void batched(int, int, const float *, const float *, float *);", "float",
                 lambda m, n, k: [_int(3), _int(n), ("T*", 3 * n, n), ("T*", 3 * n, n),
                                  ("T*", 3 * n, n)]),
@@ -216,7 +259,8 @@ def test_spelling_matches_original(name, built):
     ffi.cdef("extern long kernelfarer_fast_path_calls;")
     loaded = [ffi.dlopen(lib) for lib in libs]
     fns = [getattr(lib, fname) for lib in loaded]
-    np_type = np.float32 if ctype == "float" else np.float64
+    np_type = {"float": np.float32, "double": np.float64, "int": np.int32, "long": np.int64}[ctype]
+    types = {"T*": (np_type, ctype), "I8*": (np.int8, "int8_t")}
     rng = random.Random(name)
     calls = 0
     for m, n, k in SIZES:
@@ -225,19 +269,19 @@ def test_spelling_matches_original(name, built):
         spec = args_for(m, n, k)
         base = []
         for item in spec:
-            if item[0] == "T*":
+            if item[0] in types:
                 base.append(np.array([rng.randint(-3, 3) for _ in range(max(item[1], 1) * max(item[2], 1) + 1)],
-                                     dtype=np_type))
+                                     dtype=types[item[0]][0]))
             else:
                 base.append(item[1])
         outs = []
         for fn in fns:
             args, keep = [], []
             for item, value in zip(spec, base):
-                if item[0] == "T*":
+                if item[0] in types:
                     buf = value.copy()
                     keep.append(buf)
-                    args.append(ffi.cast(f"{ctype} *", ffi.from_buffer(buf)))
+                    args.append(ffi.cast(f"{types[item[0]][1]} *", ffi.from_buffer(buf)))
                 elif item[0] == "int*":
                     cell = ffi.new("int *", value)
                     args.append(cell)

@@ -1,0 +1,611 @@
+"""kernelfarer-cc: a drop-in C compiler wrapper that rewrites GEMM loop nests on the way through.
+
+    make CC=kernelfarer-cc                              # real compiler: $KERNELFARER_CC or clang-19
+    make CC="kernelfarer-cc gcc"                        # launcher form
+    cmake -DCMAKE_C_COMPILER_LAUNCHER=kernelfarer-cc ...
+    CC="ccache kernelfarer-cc clang-19"
+
+For each C source of a compile command, the source is rewritten (by a forked child, under a time
+limit) and the rewritten text is compiled from a temporary file with the same base name.  The
+temporary file starts with ``#line 1 "<the user's path>"`` and has a ``#line`` directive after every
+replaced region, so __FILE__, __LINE__, diagnostics and debug information name the user's file and
+its own line numbers; ``-iquote <source dir>`` keeps quoted includes resolving as before; the
+dependency file's mention of the temporary file is replaced by the user's path.
+
+It must never be the reason a build fails: whatever goes wrong on our side, the original command
+runs unchanged (after one ``kernelfarer-cc: warning: ...; compiled unchanged`` line on stderr), and
+the real compiler's exit code is the exit code.  The wrapper writes nothing on stdout.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+import os
+import shlex
+import sys
+from dataclasses import dataclass, field
+
+from kernelfarer import ccargs
+
+PROG = "kernelfarer-cc"
+GUARD = "KERNELFARER_CC_ACTIVE"          # set for the real compiler: we never wrap ourselves
+DEFAULT_COMPILER = "clang-19"
+DEFAULT_TIMEOUT = 60.0
+_OBJECT_EXTENSIONS = (".o", ".a", ".so", ".obj", ".lo", ".la", ".dylib")
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(f"{PROG}: {message}\n")
+    sys.stderr.flush()
+
+
+def _warn(path: str | None, why: str) -> None:
+    why = " ".join(why.split())
+    _say(f"warning: {path + ': ' if path else ''}{why}; compiled unchanged")
+
+
+def _env_on(name: str) -> bool:
+    return os.environ.get(name, "").strip() not in ("", "0", "no", "false")
+
+
+# -- finding the real compiler ---------------------------------------------------------------------
+
+class CompilerNotFound(Exception):
+    pass
+
+
+@dataclass
+class Invocation:
+    compiler: str              # absolute path of the real compiler
+    prefix: list[str]          # words that follow it from $KERNELFARER_CC
+    args: list[str]            # the command line as given, after the compiler
+
+    @property
+    def original(self) -> list[str]:
+        return [self.compiler, *self.prefix, *self.args]
+
+
+def _own_paths(argv0: str) -> set[str]:
+    own = {os.path.realpath(argv0)} if os.sep in argv0 else set()
+    found = _which(PROG, set())
+    if found:
+        own.add(os.path.realpath(found))
+    return own
+
+
+def _which(word: str, own: set[str]) -> str | None:
+    """Absolute path of `word` (a path, or a name searched in PATH), never ourselves, and never
+    through a ccache masquerade directory (a `gcc` that is really ccache)."""
+    if os.sep in word:
+        path = os.path.abspath(word)
+        if os.path.realpath(path) in own:
+            return None
+        return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
+    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(directory or ".", word)
+        if not (os.path.isfile(candidate) and os.access(candidate, os.X_OK)):
+            continue
+        real = os.path.realpath(candidate)
+        base = os.path.basename(real)
+        if real in own or base == PROG or (base == "ccache" and word != "ccache"):
+            continue
+        return os.path.abspath(candidate)
+    return None
+
+
+def _looks_like_compiler(word: str, own: set[str]) -> bool:
+    if word.startswith(("-", "@")) or word.endswith(_OBJECT_EXTENSIONS):
+        return False
+    if os.path.splitext(word)[1] in ccargs.SOURCE_EXTENSIONS:
+        return False
+    return _which(word, own) is not None
+
+
+def invocation(argv: list[str]) -> Invocation:
+    name = os.path.basename(argv[0])
+    args = list(argv[1:])
+    own = _own_paths(argv[0])
+    if not name.startswith(PROG) and name not in ("cc.py", "__main__.py"):
+        word, prefix = name, []                     # a symlink named like a compiler
+    elif args and _looks_like_compiler(args[0], own):
+        word, prefix, args = args[0], [], args[1:]  # launcher form
+    else:
+        words = shlex.split(os.environ.get("KERNELFARER_CC") or DEFAULT_COMPILER)
+        word, prefix = words[0], words[1:]
+    compiler = _which(word, own)
+    if compiler is None:
+        raise CompilerNotFound(f"cannot find the compiler '{word}' (other than {PROG} itself); "
+                               "set KERNELFARER_CC or name it: CC=\"kernelfarer-cc gcc\"")
+    return Invocation(compiler, prefix, args)
+
+
+def _child_env() -> dict[str, str]:
+    return dict(os.environ, **{GUARD: "1"})
+
+
+def _exec(cmd: list[str]) -> int:
+    """Replace this process by the real compiler (its exit code is ours)."""
+    sys.stderr.flush()
+    try:
+        os.execve(cmd[0], cmd, _child_env())
+    except OSError as exc:
+        _say(f"error: cannot run {cmd[0]}: {exc.strerror}")
+    return 127
+
+
+# -- line directives: the rewritten text keeps the user's file name and line numbers -------------
+
+def _clean_lines(text: str) -> list[bool]:
+    """clean[n] is True when line n (1-based) starts outside comments, literals and continued
+    lines, so that a directive may be put in front of it."""
+    clean = [False, True]
+    state, quote, i, n = "code", "", 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\\" and (text.startswith("\n", i + 1) or text.startswith("\r\n", i + 1)):
+            i += 2 if text[i + 1] == "\n" else 3
+            clean.append(False)
+            continue
+        if ch == "\n":
+            if state != "block":
+                state = "code"
+            clean.append(state == "code")
+        elif state == "code":
+            if text.startswith("/*", i):
+                state, i = "block", i + 1
+            elif text.startswith("//", i):
+                state = "line"
+            elif ch in "\"'":
+                state, quote = "literal", ch
+        elif state == "block":
+            if text.startswith("*/", i):
+                state, i = "code", i + 1
+        elif state == "literal":
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                state = "code"
+        i += 1
+    return clean
+
+
+def _line_directive(line: int, name: str, *, escaped: bool = False) -> str:
+    if any(ord(c) < 32 for c in name):
+        raise ValueError("the file name has control characters")
+    if not escaped:
+        name = name.replace("\\", "\\\\").replace('"', '\\"')
+    return f'#line {line} "{name}"\n'
+
+
+class _Presumed:
+    """The (line, file) the compiler would report for each line of the original text, following
+    the user's own #line directives if there are any."""
+
+    def __init__(self, text: str, name: str, clean: list[bool]) -> None:
+        self.name = name
+        self.newlines = [i for i, c in enumerate(text) if c == "\n"]
+        self.marks: list[tuple[int, int, str | None]] = []  # (line, next line's number, file)
+        if "#" not in text:
+            return
+        current = None                                  # None: the user's file (escaped later)
+        for number, line in enumerate(text.split("\n"), start=1):
+            if number >= len(clean) or not clean[number] or not line.lstrip().startswith("#"):
+                continue
+            words = line.strip()[1:].split()
+            if words and words[0] == "line":
+                words = words[1:]
+            if words and words[0].isdigit():
+                if '"' in line:
+                    current = line[line.index('"') + 1:].split('"')[0]
+                self.marks.append((number, int(words[0]), current))
+
+    def line_of(self, offset: int) -> int:
+        return bisect.bisect_left(self.newlines, offset) + 1
+
+    def directive(self, line: int) -> str:
+        k = bisect.bisect_left(self.marks, (line,)) - 1
+        if k < 0:
+            return _line_directive(line, self.name)
+        at, number, name = self.marks[k]
+        if name is None:
+            return _line_directive(number + line - at - 1, self.name)
+        return _line_directive(number + line - at - 1, name, escaped=True)
+
+
+def compile_text(original: str, edits: list[tuple[int, int, str]], name: str) -> str:
+    """The rewritten text with #line directives: every line the rewrite did not touch keeps its
+    original number, and the original nest kept inside a call site keeps its lines too."""
+    clean = _clean_lines(original)
+    presumed = _Presumed(original, name, clean)
+    starts = [0] + [i + 1 for i in presumed.newlines]
+    bom = "\ufeff" if original.startswith("\ufeff") else ""
+    out = [bom, _line_directive(1, name)]
+    pos = len(bom)
+    for k, (start, end, text) in enumerate(edits):
+        out.append(original[pos:start])
+        out.append(_keep_nest_lines(original, start, end, text, presumed))
+        pos = end
+        limit = edits[k + 1][0] if k + 1 < len(edits) else len(original)
+        s = bisect.bisect_left(starts, pos)
+        while s < len(starts) and starts[s] <= limit and not clean[s + 1]:
+            s += 1
+        if s < len(starts) and starts[s] <= limit and starts[s] < len(original):
+            out.append(original[pos:starts[s]])
+            out.append(presumed.directive(s + 1))
+            pos = starts[s]
+    out.append(original[pos:])
+    return "".join(out)
+
+
+def _keep_nest_lines(original: str, start: int, end: int, text: str, presumed: _Presumed) -> str:
+    nest = original[start:end]
+    at = text.rfind(nest) if nest.strip() else -1
+    if at <= 0:
+        return text
+    line_start = text.rfind("\n", 0, at) + 1
+    if line_start == 0 or text[line_start:at].strip():
+        return text
+    indent = original[original.rfind("\n", 0, start) + 1:start]
+    if indent.strip():
+        indent = text[line_start:at]
+    return text[:line_start] + presumed.directive(presumed.line_of(start)) + indent + text[at:]
+
+
+# -- rewriting, in a forked child under a time limit -----------------------------------------------
+
+@dataclass
+class Outcome:
+    """What the rewriter made of one source (plain data: the parent never imports the rewriter)."""
+    path: str
+    error: str | None = None
+    compile_text: str | None = None      # None: nothing was replaced
+    encoding: str = "utf-8"
+    remarks: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    nests: list[dict] = field(default_factory=list)
+
+
+def _rewrite_one(path: str, cppflags: tuple[str, ...], target: str) -> Outcome:
+    from kernelfarer.diagnostics import KernelfarerError
+    from kernelfarer.frontend import SourceText
+    from kernelfarer.rewrite import RewriteOptions, rewrite_file
+    try:
+        result = rewrite_file(path, RewriteOptions(target=target, cppflags=cppflags, verify=False))
+    except KernelfarerError as exc:
+        where = f" at {exc.location}" if exc.location is not None else ""
+        return Outcome(path, error=exc.message + where)
+    outcome = Outcome(path, remarks=[r.message() for r in result.remarks], notes=list(result.notes),
+                      nests=[r.to_json() for r in result.remarks])
+    if result.edits:
+        raw = open(path, "rb").read()
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            outcome.encoding = "latin-1"
+        original = SourceText.read(path).text
+        edits = [(e.start, e.end, e.text) for e in result.edits]
+        spliced, pos = [], 0
+        for start, end, text in edits:
+            spliced += [original[pos:start], text]
+            pos = end
+        if "".join(spliced) + original[pos:] != result.text:
+            return Outcome(path, error="the file changed while it was being rewritten")
+        outcome.compile_text = compile_text(original, edits, path)
+    return outcome
+
+
+def rewrite_sources(paths: list[str], cppflags: tuple[str, ...], target: str,
+                    timeout: float) -> list[Outcome]:
+    """Rewrite each file in a forked child (a crash or a hang of the rewriter cannot take the
+    build with it); on timeout the child and its preprocessors are killed."""
+    import pickle
+    import select
+    import signal
+    import time
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                    # the child: no output but the pipe
+        try:
+            try:
+                os.setpgid(0, 0)
+            except OSError:
+                pass
+            devnull = os.open(os.devnull, os.O_RDWR)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            os.close(read_fd)
+            results = []
+            for path in paths:
+                try:
+                    results.append(_rewrite_one(path, cppflags, target))
+                except Exception as exc:          # a bug of ours: reported, never fatal
+                    results.append(Outcome(path, error=f"internal error ({type(exc).__name__}: "
+                                                       f"{exc})"))
+            data = pickle.dumps(results)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(write_fd, view):]
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    try:
+        os.setpgid(pid, pid)
+    except OSError:
+        pass
+    chunks, deadline, finished = [], time.monotonic() + timeout, False
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([read_fd], [], [], left)[0]:
+                break
+            chunk = os.read(read_fd, 1 << 16)
+            if not chunk:
+                finished = True
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_fd)
+        if not finished:
+            for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+                try:
+                    kill()
+                    break
+                except OSError:
+                    pass
+        _, status = os.waitpid(pid, 0)
+    if not finished:
+        why = f"the rewrite took longer than {timeout:g} s"
+        return [Outcome(p, error=why) for p in paths]
+    if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0 or not chunks:
+        why = "the rewriter died" + (f" (signal {os.WTERMSIG(status)})" if os.WIFSIGNALED(status) else "")
+        return [Outcome(p, error=why) for p in paths]
+    return pickle.loads(b"".join(chunks))
+
+
+def has_for_loop(path: str) -> bool:
+    """Quick test before any rewriting: a file without a `for` token has no nest to replace."""
+    try:
+        raw = open(path, "rb").read()
+    except OSError:
+        return False
+    if b"for" not in raw:
+        return False
+    from kernelfarer.scan import tokenize
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("latin-1")
+    return any(t.kind == "ident" and t.text == "for" for t in tokenize(text))
+
+
+# -- the job ---------------------------------------------------------------------------------------
+
+def _make_escape(path: str) -> str:
+    """A path as clang and gcc write it in a dependency file."""
+    return path.replace("$", "$$").replace("#", "\\#").replace(" ", "\\ ")
+
+
+def _remap(path: str, maps: list[tuple[str, str]]) -> str:
+    """A path after the user's -f*-prefix-map options (the last matching one wins)."""
+    for old, new in reversed(maps):
+        if path.startswith(old):
+            return new + path[len(old):]
+    return path
+
+
+def _compiler_family(compiler: str) -> str:
+    import subprocess
+    try:
+        done = subprocess.run([compiler, "--version"], capture_output=True, text=True,
+                              timeout=20, env=_child_env(), stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return "other"
+    banner = done.stdout.lower()
+    return "clang" if "clang" in banner else "gcc" if "free software foundation" in banner else "other"
+
+
+def _temp_dir(key: str) -> str:
+    """A private directory whose name depends only on the command (so that nothing random can
+    reach an object file, e.g. through __BASE_FILE__); a numbered variant if it is in use."""
+    import stat
+    import tempfile
+    base = os.path.join(tempfile.gettempdir(), f"{PROG}-{os.getuid()}")
+    try:
+        os.mkdir(base, 0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(base)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        return tempfile.mkdtemp(prefix=f"{PROG}-")
+    name = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    for suffix in ("", *(f"-{n}" for n in range(1, 8))):
+        try:
+            os.mkdir(os.path.join(base, name + suffix), 0o700)
+            return os.path.join(base, name + suffix)
+        except FileExistsError:
+            continue
+    return tempfile.mkdtemp(prefix="job-", dir=base)
+
+
+class _DependencyFileError(Exception):
+    pass
+
+
+class Job:
+    def __init__(self, inv: Invocation) -> None:
+        self.inv = inv
+        self.report_dir = os.environ.get("KERNELFARER_REPORT_DIR") or None
+        self.remarks = _env_on("KERNELFARER_REMARKS")
+
+    def run(self) -> int:
+        inv = self.inv
+        try:
+            cmd = ccargs.parse(inv.args, allow_assembly=_env_on("KERNELFARER_ASM"))
+        except ccargs.CommandLineError as exc:
+            _warn(None, str(exc))
+            return _exec(inv.original)
+        self.cmd = cmd
+        if cmd.passthrough is not None:
+            if self.remarks:
+                for src in cmd.c_sources:
+                    _say(f"remark: {src.path}: not rewritten: {cmd.passthrough}")
+            return _exec(inv.original)
+        sources = cmd.c_sources
+        todo = [s for s in sources if has_for_loop(s.path)]
+        for src in sources:
+            if src not in todo:
+                self._report(Outcome(src.path), rewritten=False)
+        if not todo:
+            return _exec(inv.original)
+        timeout = float(os.environ.get("KERNELFARER_TIMEOUT") or DEFAULT_TIMEOUT)
+        target = os.environ.get("KERNELFARER_TARGET") or "auto"
+        outcomes = rewrite_sources([s.path for s in todo], tuple(cmd.cppflags), target, timeout)
+        chosen = []
+        for src, outcome in zip(todo, outcomes):
+            if outcome.error is not None:
+                _warn(src.path, outcome.error)
+                self._report(outcome, rewritten=False, fallback=outcome.error)
+                continue
+            if self.remarks:
+                for line in [f"{PROG}: {n}" for n in outcome.notes] + outcome.remarks:
+                    sys.stderr.write(line + "\n")
+            if outcome.compile_text is None:
+                self._report(outcome, rewritten=False)
+            else:
+                chosen.append((src, outcome))
+        if not chosen:
+            return _exec(inv.original)
+        return self._compile(chosen)
+
+    def _report(self, outcome: Outcome, *, rewritten: bool, fallback: str | None = None) -> None:
+        if not self.report_dir:
+            return
+        key = os.path.abspath(outcome.path) + "\0" + os.path.abspath(self.cmd.output or "")
+        digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+        name = os.path.join(self.report_dir, f"{os.path.basename(outcome.path)}.{digest}.json")
+        report = {"file": outcome.path, "output": self.cmd.output, "compiler": self.inv.compiler,
+                  "rewritten": rewritten, "fallback": fallback, "notes": outcome.notes,
+                  "nests": outcome.nests}
+        os.makedirs(self.report_dir, exist_ok=True)
+        tmp = f"{name}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=2)
+            f.write("\n")
+        os.replace(tmp, name)
+
+    def _compile(self, chosen: list[tuple[ccargs.Input, Outcome]]) -> int:
+        import shutil
+        import signal
+        import subprocess
+        cmd, inv = self.cmd, self.inv
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+        family = _compiler_family(inv.compiler)
+        tmp = _temp_dir("\0".join([os.getcwd(), inv.compiler, *inv.prefix, *inv.args]))
+        try:
+            args = list(cmd.args)
+            front: list[str] = []
+            back: list[str] = []
+            temps: list[tuple[str, str]] = []           # (temporary path, user's path)
+            quoted: set[str] = set()
+            for k, (src, outcome) in enumerate(chosen):
+                os.mkdir(os.path.join(tmp, str(k)))
+                path = os.path.join(tmp, str(k), os.path.basename(src.path))
+                with open(path, "wb") as f:
+                    f.write(outcome.compile_text.encode(outcome.encoding))
+                args[src.index] = path
+                temps.append((path, src.path))
+                directory = os.path.dirname(src.path) or "."
+                if directory not in quoted:
+                    quoted.add(directory)
+                    front += ["-iquote", directory]
+                    if family == "gcc" and directory == ".":   # gcc spells "k.h", not "./k.h"
+                        front += ["-fmacro-prefix-map=./=", "-fdebug-prefix-map=./="]
+                back.append(f"-fdebug-prefix-map={path}={_remap(src.path, cmd.debug_maps)}")
+                if family == "gcc" or (family == "clang" and cmd.macro_maps):
+                    back.append(f"-fmacro-prefix-map={path}={_remap(src.path, cmd.macro_maps)}")
+            if sys.stderr.isatty() and not any("color" in a for a in args):
+                front.append("-fdiagnostics-color=always")
+            at = cmd.end_of_options if cmd.end_of_options is not None else len(args)
+            args = front + args[:at] + back + args[at:]
+            if cmd.response_file:
+                rsp = os.path.join(tmp, "args.rsp")
+                with open(rsp, "w", encoding="utf-8") as f:
+                    f.write("\n".join(ccargs.quote_response_word(a) for a in args) + "\n")
+                args = ["@" + rsp]
+            done = subprocess.run([inv.compiler, *inv.prefix, *args], stderr=subprocess.PIPE,
+                                  env=_child_env())
+            if done.returncode < 0:                     # interrupted: no second attempt
+                sys.stderr.buffer.write(done.stderr)
+                return 128 - done.returncode
+            problem = None
+            if done.returncode != 0:
+                errors = done.stderr.decode("utf-8", "replace").splitlines()
+                problem = next((ln for ln in errors if "error" in ln), "it failed")
+            else:
+                try:
+                    self._fix_dependency_files(chosen, temps)
+                except (OSError, _DependencyFileError) as exc:
+                    problem = f"dependency file: {exc}"
+            if problem is not None:
+                return self._fallback(chosen, problem)
+            stderr = done.stderr
+            for path, user_path in temps:
+                stderr = stderr.replace(path.encode(), user_path.encode())
+            sys.stderr.buffer.write(stderr)
+            sys.stderr.flush()
+            for _, outcome in chosen:
+                self._report(outcome, rewritten=True)
+            return 0
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _fix_dependency_files(self, chosen, temps) -> None:
+        for (src, _), (path, user_path) in zip(chosen, temps):
+            depfile = self.cmd.dependency_file(src)
+            if depfile is None:
+                continue
+            with open(depfile, encoding="utf-8", errors="surrogateescape") as f:
+                text = f.read()
+            ours = _make_escape(path)
+            if ours not in text:
+                raise _DependencyFileError(f"{depfile} does not name the compiled file")
+            with open(depfile, "w", encoding="utf-8", errors="surrogateescape") as f:
+                f.write(text.replace(ours, _make_escape(user_path)))
+
+    def _fallback(self, chosen, problem: str) -> int:
+        """The rewritten sources did not compile: compile the original command.  Its result is
+        the result; the warning is printed only when the original compiles, i.e. when we were
+        the problem."""
+        import subprocess
+        done = subprocess.run(self.inv.original, env=_child_env())
+        if done.returncode == 0:
+            why = f"the rewritten file did not compile ({problem})"
+            for src, outcome in chosen:
+                _warn(src.path, why)
+                self._report(outcome, rewritten=False, fallback=why)
+        return done.returncode if done.returncode >= 0 else 128 - done.returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv if argv is None else argv)
+    try:
+        inv = invocation(argv)
+    except CompilerNotFound as exc:
+        _say(f"error: {exc}")
+        return 127
+    if os.environ.get(GUARD) or _env_on("KERNELFARER_DISABLE"):
+        return _exec(inv.original)
+    try:
+        return Job(inv).run()
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:                      # any bug of ours: the original command runs
+        first = next((a for a in inv.args if a.endswith(".c")), None)
+        _warn(first, f"internal error ({type(exc).__name__}: {exc})")
+        return _exec(inv.original)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
