@@ -111,13 +111,13 @@ class Poly:
             out = out + term
         return out
 
-    def to_c(self, render: Callable[[str], str] = lambda s: s) -> str:
-        """C text; every symbol is cast to kf_index so the arithmetic is 64-bit signed."""
+    def to_c(self, render: Callable[[str], str] = lambda s: s, cast: str = "kf_index") -> str:
+        """C text; every symbol is cast to `cast` (64-bit signed by default)."""
         if not self.terms:
             return "0"
         parts = []
         for m, c in self.terms:
-            factors = [f"(kf_index)({render(s)})" for s in m]
+            factors = [f"({cast})({render(s)})" for s in m]
             if not factors:
                 parts.append((c < 0, str(abs(c))))
                 continue
@@ -185,6 +185,8 @@ class IndexConverter:
         self.iterators = set(iterators)
         self.params: set[str] = set()
         self.values = values or {}      # names standing for an expression (side assignments)
+        self.allow_wrap_checks = False  # see _check_wrap
+        self.wrap_checks: list[tuple[Poly, int]] = []
 
     def convert(self, node: c_ast.Node) -> Poly:
         poly, _ = self._convert(node)
@@ -222,7 +224,7 @@ class IndexConverter:
             if node.op == "-":
                 p, t = self._convert(node.expr)
                 t = ctype.promote(t)
-                self._check_wrap(t, "-")
+                self._check_wrap(t, "-", None)
                 return -p, t
             if node.op == "+":
                 p, t = self._convert(node.expr)
@@ -234,12 +236,10 @@ class IndexConverter:
             left, lt = self._convert(node.left)
             right, rt = self._convert(node.right)
             t = ctype.usual_conversion(lt, rt)
-            self._check_wrap(t, node.op)
-            if node.op == "+":
-                return left + right, t
-            if node.op == "-":
-                return left - right, t
-            return left * right, t
+            result = left + right if node.op == "+" else left - right if node.op == "-" \
+                else left * right
+            self._check_wrap(t, node.op, result if node.op != "-" else None)
+            return result, t
         if isinstance(node, c_ast.Cast):
             target = ctype.resolve(node.to_type, self.scope.typedefs)
             if not isinstance(target, Scalar) or target.kind != "int":
@@ -251,10 +251,14 @@ class IndexConverter:
             return p, ctype.strip_qualifiers(target)
         raise NotAffine(f"{_describe(node)} in an index")
 
-    @staticmethod
-    def _check_wrap(t: Scalar, op: str) -> None:
+    def _check_wrap(self, t: Scalar, op: str, value: Poly | None) -> None:
+        """Unsigned arithmetic narrower than 64 bits wraps where the rewrite's 64-bit arithmetic
+        would not.  Sums and products of non-negative values are accepted with a run-time check
+        that they stay below 2**bits (`wrap_checks`); subtraction is refused."""
         if t.kind == "int" and not t.signed and t.bits < 64:
-            raise NotAffine(f"'{op}' in {t.spelling} index arithmetic may wrap around")
+            if value is None or not self.allow_wrap_checks:
+                raise NotAffine(f"'{op}' in {t.spelling} index arithmetic may wrap around")
+            self.wrap_checks.append((value, t.bits))
 
 
 def symbol_text(node: c_ast.Node) -> str:

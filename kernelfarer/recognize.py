@@ -416,6 +416,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     nest = parse_nest(outer, scope)
     iterators = [lp.var for lp in nest.loops]
     conv = IndexConverter(scope, iterators)
+    conv.allow_wrap_checks = True
     ev = Evaluator(scope=scope, conv=conv)
     for decl in nest.hoisted:
         ev.alias(decl)
@@ -522,6 +523,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
                             f"rows of {c_access.array} do not overlap"))
     guards += _alias_guards(c_access, [a_acc, b_acc], ranges, dtype)
     guards += _scalar_alias_guards(ev, facts, scope, c_access, ranges, dtype)
+    guards += _wrap_guards(conv, loops, scope)
     if epi is not None:
         for read in epi.reads:
             acc = flatten_access(read, scope, IndexConverter(scope, iterators), ev.aliases)
@@ -840,6 +842,35 @@ def _alias_guards(c: Access, operands: list[Access], ranges: dict, dtype: DType)
             f"kf_disjoint({c_op.base}, {size} * ({_extent(ldc, Poly.const(1), m, n)}), "
             f"{op.base}, {size} * ({_extent(rs, cs, rows, cols)}))",
             f"{c.array} does not overlap {acc.array}"))
+    return guards
+
+
+def _wrap_guards(conv: IndexConverter, loops: dict, scope: Scope) -> list[Guard]:
+    """Unsigned 32-bit index arithmetic must not wrap: every such sum or product, whose terms are
+    all non-negative, is largest at the last iteration; check that value at run time."""
+    guards = []
+    checks = list(dict.fromkeys(conv.wrap_checks))
+    # A check implied by a larger one (same terms plus non-negative ones) is dropped.
+    checks = [(p, b) for p, b in checks
+              if not any(q != p and all(c >= 0 for _, c in (q - p).terms) for q, _ in checks)]
+    for poly, bits in checks:
+        if any(c < 0 for _, c in poly.terms):
+            raise NotGemm("unsigned index arithmetic with a negative term may wrap around")
+        corner = poly
+        for var, lp in loops.items():
+            if var not in poly.symbols():
+                continue
+            low = lp.lower.const_value()
+            if low is None or low < 0:
+                raise NotGemm(f"unsigned index arithmetic on '{var}', which may start below 0")
+            corner = corner.substitute(var, lp.upper - Poly.const(1))
+        # With every value non-negative the sum is largest at the last iteration.  The check is
+        # computed modulo 2**64, exact for values that fit.
+        for name in sorted(poly.symbols() - set(loops)):
+            guards.append(Guard(f"(kf_index)({name}) >= 0", f"'{name}' is not negative"))
+        limit = (1 << bits) - 1
+        guards.append(Guard(f"{corner.to_c(cast='unsigned long long')} <= {limit}ull",
+                            f"unsigned {bits}-bit index {poly.pretty()} does not wrap"))
     return guards
 
 

@@ -173,6 +173,15 @@ void qgemm(int M, int N, int K, const int8_t *a, const int8_t *b, int32_t *c) {
 }
 """
 
+UNSIGNED = """
+void ug(unsigned n, unsigned m, unsigned p, const float *A, const float *B, float *C) {
+  for (unsigned i = 0; i < n; i++)
+    for (unsigned j = 0; j < m; j++)
+      for (unsigned k = 0; k < p; k++)
+        C[i*m + j] += A[i*p + k] * B[k*m + j];
+}
+"""
+
 SIZES = [(0, 3, 4), (1, 1, 1), (2, 3, 5), (7, 13, 5), (17, 9, 31), (6, 16, 8), (5, 17, 9),
          (13, 31, 37), (40, 50, 60)]
 
@@ -215,6 +224,10 @@ CASES = {
     "int8_int32": (INT8, "void qgemm(int, int, int, const int8_t *, const int8_t *, int *);",
                    "int", lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
                                            ("I8*", k, n), ("T*", m, n)]),
+    "unsigned": (UNSIGNED, "void ug(unsigned, unsigned, unsigned, const float *, const float *, "
+                           "float *);", "float",
+                 lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                  ("T*", m, n)]),
     "batched": (BATCHED, "void batched(int, int, const float *, const float *, float *);", "float",
                 lambda m, n, k: [_int(3), _int(n), ("T*", 3 * n, n), ("T*", 3 * n, n),
                                  ("T*", 3 * n, n)]),
