@@ -52,7 +52,10 @@ def _statements(node: c_ast.Node | None) -> list[c_ast.Node]:
     if node is None:
         return []
     if isinstance(node, c_ast.Compound):
-        items = [s for s in (node.block_items or []) if not isinstance(s, c_ast.EmptyStatement)]
+        # Pragmas inside the nest (omp simd, unroll hints) do not change what it computes; the
+        # original loops keep them for the fallback path.
+        items = [s for s in (node.block_items or [])
+                 if not isinstance(s, (c_ast.EmptyStatement, c_ast.Pragma))]
         if len(items) == 1 and isinstance(items[0], c_ast.Compound):
             return _statements(items[0])
         return items

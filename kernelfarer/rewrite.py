@@ -71,6 +71,8 @@ def rewrite_file(path: str, options: RewriteOptions = RewriteOptions()) -> Rewri
                                   "the nest's text could not be located in the source "
                                   "(it comes from a macro expansion)"))
             continue
+        if cand.pragmas:
+            span = _with_leading_pragmas(source, first, span)
         spec = cand.spec
         chosen = target
         if spec.dtype not in target.kernels:
@@ -85,6 +87,10 @@ def rewrite_file(path: str, options: RewriteOptions = RewriteOptions()) -> Rewri
         edits.append(_Edit(span.start, span.end, emit.render_call(spec, plan, original, indent)))
         insert_at = func_start if insert_at is None else min(insert_at, func_start)
         details = _details(spec, plan)
+        if cand.pragmas:
+            details += (("pragmas", "the nest's #pragma lines (e.g. OpenMP) stay on the original "
+                                    "loops, which run when a check fails; the fast path is "
+                                    "single-threaded"),)
         if chosen is not target:
             details += (("fallback", f"{target.name} has no {spec.dtype.ctype} kernel "
                                      f"({spec.dtype.name}); using the portable generic kernel"),)
@@ -99,6 +105,17 @@ def rewrite_file(path: str, options: RewriteOptions = RewriteOptions()) -> Rewri
             _verify(path, text, options.cppflags)
     return RewriteResult(path=path, text=text, remarks=remarks, notes=notes,
                          edits=tuple(sorted(edits, key=lambda e: (e.start, e.end))))
+
+
+def _with_leading_pragmas(source: frontend.SourceText, first: int, span: frontend.Span):
+    """Extend a nest's span over the #pragma lines right before it (they apply to it)."""
+    start = first
+    while start > 0:
+        tok = source.tokens[start - 1]
+        if tok.kind != "directive" or not tok.text.lstrip("#").lstrip().startswith("pragma"):
+            break
+        start -= 1
+    return frontend.Span(source.tokens[start].offset, span.end)
 
 
 def _details(spec: GemmSpec, plan: KernelPlan) -> tuple[tuple[str, object], ...]:

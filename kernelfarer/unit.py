@@ -24,6 +24,7 @@ class Candidate:
     line_rank: int                 # how many `for` statements precede it on its line
     spec: GemmSpec | None
     reason: str
+    pragmas: bool = False          # a #pragma applies to the nest or sits inside it
 
 
 def _function_facts(func: c_ast.FuncDef) -> FunctionFacts:
@@ -69,6 +70,10 @@ def _function_facts(func: c_ast.FuncDef) -> FunctionFacts:
     visit(func.body, ())
     return FunctionFacts(name=func.decl.name, assigned=frozenset(assigned),
                          address_taken=frozenset(address_taken), references=refs)
+
+
+def _holds_pragma(node: c_ast.Node) -> bool:
+    return isinstance(node, c_ast.Pragma) or any(_holds_pragma(c) for _, c in node.children())
 
 
 def _ids_within(node: c_ast.Node) -> set[int]:
@@ -143,9 +148,6 @@ class _Walker:
         try:
             spec = recognize_nest(node, scope, self.facts, location, _ids_within(node),
                                   self.functions)
-            if id(node) in self.pragma_loops:
-                raise NotGemm("a #pragma (e.g. OpenMP) applies to the loop; it would no longer "
-                              "apply to the replacement")
         except NotGemm as exc:
             if depth == 0:
                 self.candidates.append(Candidate(node, self.func, location, rank, None, str(exc)))
@@ -156,7 +158,8 @@ class _Walker:
             self.statement(node.stmt, scope, depth + 1)
             scope.pop()
             return
-        self.candidates.append(Candidate(node, self.func, location, rank, spec, ""))
+        pragmas = id(node) in self.pragma_loops or _holds_pragma(node)
+        self.candidates.append(Candidate(node, self.func, location, rank, spec, "", pragmas))
 
 
 def _struct_definitions(node: c_ast.Node):
