@@ -16,7 +16,7 @@ import jinja2
 from kernelfarer import __version__
 from kernelfarer.islc import AstPrinter
 from kernelfarer import templates
-from kernelfarer.plan import KernelPlan
+from kernelfarer.plan import DispatchPlan, KernelPlan
 from kernelfarer.spec import CInit, GemmSpec
 from kernelfarer.transforms import blocking
 
@@ -49,8 +49,15 @@ def driver_loops(plan: KernelPlan, indent: str = "    ") -> str:
     return printer.node(ast, indent)
 
 
+def _kernel_plans(plans) -> list[KernelPlan]:
+    out = []
+    for plan in plans:
+        out += list(plan.plans) if isinstance(plan, DispatchPlan) else [plan]
+    return out
+
+
 def render_prelude(plans: list[KernelPlan]) -> str:
-    headers = sorted({h for p in plans for h in p.target.headers})
+    headers = sorted({h for p in _kernel_plans(plans) for h in p.target.headers})
     return environment().get_template("prelude.c.j2").render(version=__version__, headers=headers)
 
 
@@ -65,11 +72,18 @@ def render_call(spec: GemmSpec, plan: KernelPlan, original: str, indent: str) ->
     return text.rstrip("\n")
 
 
-def render_support(plans: list[KernelPlan]) -> str:
-    """Prelude and one driver (with its kernel and packing routines) per distinct plan."""
+def render_dispatch(plan: DispatchPlan) -> str:
+    return environment().get_template("dispatch.c.j2").render(plan=plan)
+
+
+def render_support(plans: list) -> str:
+    """Prelude, one driver (with its kernel and packing routines) per distinct kernel plan, and
+    the dispatching drivers that choose among them."""
     seen: dict[str, KernelPlan] = {}
-    for plan in plans:
+    for plan in _kernel_plans(plans):
         seen.setdefault(plan.driver_name, plan)
     parts = [render_prelude(list(seen.values()))]
     parts += [render_driver(plan) for plan in seen.values()]
+    dispatchers = {p.driver_name: p for p in plans if isinstance(p, DispatchPlan)}
+    parts += [render_dispatch(plan) for plan in dispatchers.values()]
     return "\n".join(parts) + "/* ---- end of kernelfarer support code ---- */\n\n"

@@ -141,3 +141,50 @@ def _check_blocking(blocking: Blocking, shape: KernelShape) -> None:
         raise KernelfarerError(f"--nc {blocking.nc} must be a positive multiple of nr={shape.nr}")
     if blocking.kc <= 0 or blocking.kc % shape.kr:
         raise KernelfarerError(f"--kc {blocking.kc} must be a positive multiple of kr={shape.kr}")
+
+
+@dataclass(frozen=True)
+class DispatchPlan:
+    """Several plans for one element type, one picked at run time by the CPU that runs the code.
+
+    It answers to the names the call site uses (driver, CPU check) like a KernelPlan does."""
+
+    target: Target
+    dtype: DType
+    plans: tuple[KernelPlan, ...]         # best first; the last runs everywhere
+    driver_name: str
+    cpu_check_name: str
+    pick_name: str
+
+    @property
+    def kernel_name(self) -> str:
+        return " | ".join(p.kernel_name for p in self.plans)
+
+    @property
+    def blocking(self) -> Blocking:
+        return self.plans[0].blocking
+
+    @property
+    def last_index(self) -> int:
+        return len(self.plans) - 1
+
+    mc = property(lambda self: self.plans[0].mc)
+    kc = property(lambda self: self.plans[0].kc)
+    nc = property(lambda self: self.plans[0].nc)
+
+
+def make_dispatch_plan(target: Target, dtype: DType, registry: Mapping[str, Target], *,
+                       caches: Caches | None = None,
+                       overrides: Mapping[str, int] | None = None) -> "DispatchPlan | KernelPlan":
+    """Plans for every dispatched target that has a kernel for `dtype` (a single plan when only
+    one has)."""
+    plans = tuple(make_plan(registry[name], dtype, caches=caches, overrides=overrides)
+                  for name in target.dispatch if dtype in registry[name].kernels)
+    if not plans:
+        raise KernelfarerError(f"target '{target.name}' has no {dtype.ctype} kernel")
+    if len(plans) == 1:
+        return plans[0]
+    tag = target.name.replace("-", "_")
+    base = f"kf_{dtype.letter}gemm_{tag}"
+    return DispatchPlan(target=target, dtype=dtype, plans=plans, driver_name=f"{base}_driver",
+                        cpu_check_name="kf_cpu_any", pick_name=f"{base}_pick")

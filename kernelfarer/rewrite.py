@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from kernelfarer import emit, frontend, targets
 from kernelfarer.diagnostics import KernelfarerError, Remark, SourceLocation
-from kernelfarer.plan import KernelPlan, make_plan
+from kernelfarer.plan import KernelPlan, make_dispatch_plan, make_plan
 from kernelfarer.scan import tokenize
 from kernelfarer.spec import CInit, GemmSpec
 from kernelfarer.toolchain import clang_path
@@ -75,12 +75,16 @@ def rewrite_file(path: str, options: RewriteOptions = RewriteOptions()) -> Rewri
             span = _with_leading_pragmas(source, first, span)
         spec = cand.spec
         chosen = target
-        if spec.dtype not in target.kernels:
+        if spec.dtype not in target.kernels and not target.dispatch:
             # Observable fallback: the remark names the kernel, the report says why.
             chosen = targets.TARGETS[targets.GENERIC]
         key = (chosen.name, spec.dtype.name)
         if key not in plans:
-            plans[key] = make_plan(chosen, spec.dtype, overrides=options.blocking)
+            if chosen.dispatch:
+                plans[key] = make_dispatch_plan(chosen, spec.dtype, targets.TARGETS,
+                                                overrides=options.blocking)
+            else:
+                plans[key] = make_plan(chosen, spec.dtype, overrides=options.blocking)
         plan = plans[key]
         original = source.text[span.start:span.end]
         indent = source.indentation(span.start)

@@ -87,6 +87,8 @@ class Target:
     kernels: Mapping[DType, KernelShape]
     priority: int                    # --target auto picks the highest-priority target the host runs
     cpuinfo_flags: tuple[str, ...] = ()  # spelling of cpu_features in /proc/cpuinfo, when it differs
+    dispatch: tuple[str, ...] = ()   # a run-time dispatching target: the targets it picks from,
+                                     # best first (the last one must run everywhere)
 
     def kernel(self, dtype: DType) -> KernelShape:
         try:
@@ -163,6 +165,18 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
             priority=20,
         ),
         Target(
+            name="x86-auto",
+            description="x86-64: AVX-512, AVX2 and generic kernels, chosen at the first call by "
+                        "the CPU that runs the program (KERNELFARER_PATH=<target> forces one)",
+            cpu_features=(),
+            attribute="",
+            headers=(),
+            kernels={},
+            priority=-1,
+            cpuinfo_flags=("sse2",),
+            dispatch=("x86-avx512", "x86-avx2", "generic"),
+        ),
+        Target(
             name="generic",
             description="portable C (auto-vectorized by the compiler); runs everywhere",
             cpu_features=(),
@@ -192,7 +206,8 @@ def best_for_host(host_flags: frozenset[str] | None = None) -> Target:
     if host_flags is None:
         from kernelfarer.hostinfo import cpu_flags
         host_flags = cpu_flags()
-    runnable = [t for t in TARGETS.values() if set(t.host_flags()) <= host_flags]
+    runnable = [t for t in TARGETS.values()
+                if set(t.host_flags()) <= host_flags and not t.dispatch]
     return max(runnable, key=lambda t: t.priority)
 
 
