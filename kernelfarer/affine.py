@@ -111,6 +111,12 @@ class Poly:
             out = out + term
         return out
 
+    def substitute_all(self, values: dict[str, "Poly"]) -> "Poly":
+        out = self
+        for name, value in values.items():
+            out = out.substitute(name, value)
+        return out
+
     def to_c(self, render: Callable[[str], str] = lambda s: s, cast: str = "kf_index") -> str:
         """C text; every symbol is cast to `cast` (64-bit signed by default)."""
         if not self.terms:

@@ -40,6 +40,7 @@ class Access:
     restrict: bool             # the base is a restrict-qualified pointer
     is_object: bool            # the base is an array object (not a pointer): distinct from others
     vla_dims: frozenset[str]   # identifiers in VLA dimensions (evaluated at declaration)
+    row_table: tuple[Poly, Poly] | None = None   # (row, column) subscripts of a row-pointer table
 
     @property
     def key(self) -> tuple[str, Poly]:
@@ -114,6 +115,9 @@ def flatten_access(node: c_ast.ArrayRef, scope: Scope, conv: IndexConverter,
                       "and struct members)")
     if ctype.is_volatile(t):
         raise NotGemm(f"'{name}' is volatile")
+    if (len(subscripts) == 2 and isinstance(ctype.element(t), Pointer)
+            and isinstance(ctype.element(ctype.element(t)), Scalar)):
+        return _row_table_access(name, t, subscripts, conv)
     # Walk the declared type along the subscripts, accumulating the flat index.
     dims: list[Poly] = []
     vla: set[str] = set()
@@ -152,6 +156,27 @@ def flatten_access(node: c_ast.ArrayRef, scope: Scope, conv: IndexConverter,
     return Access(array=name, index=index, elem=level, base_type=t, restrict=restrict,
                   is_object=isinstance(t, Array) and not is_param and decl is not None,
                   vla_dims=frozenset(vla))
+
+
+def row_stride_symbol(name: str) -> str:
+    return "kf_rs_" + "".join(ch if ch.isalnum() else "_" for ch in name)
+
+
+def _row_table_access(name: str, t: ctype.CType, subscripts: list[c_ast.Node],
+                      conv: IndexConverter) -> Access:
+    """`A[r][c]` through a table of row pointers (`float **A`).  It is a strided matrix when the
+    rows it uses are evenly spaced, which the call site checks at run time (kf_rows_uniform);
+    the spacing is the symbol kf_rs_A, set by the call site."""
+    try:
+        row, col = conv.convert(subscripts[0]), conv.convert(subscripts[1])
+    except NotAffine as exc:
+        raise NotGemm(f"subscript of '{name}' is not affine: {exc}") from None
+    elem = ctype.element(ctype.element(t))
+    if ctype.is_volatile(elem):
+        raise NotGemm(f"'{name}' is volatile")
+    stride = Poly.symbol(row_stride_symbol(name))
+    return Access(array=name, index=stride * row + col, elem=elem, base_type=t, restrict=False,
+                  is_object=False, vla_dims=frozenset(), row_table=(row, col))
 
 
 # -- symbolic values ------------------------------------------------------------------------------
@@ -496,6 +521,9 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         cast = f"({'' if writable else 'const '}{dtype.ctype if writable else dtype.in_ctype} *)"
         base = f"({cast}({acc.array}))" if origin.is_zero() else \
             f"({cast}({acc.array}) + {origin.to_c()})"
+        if acc.row_table is not None:
+            row, col = (p.substitute_all(starts) for p in acc.row_table)
+            base = f"({cast}({acc.array})[{row.to_c()}] + {col.to_c()})"
         return Operand(name=acc.array, base=base, row_stride=rs.to_c(), col_stride=cs.to_c(),
                        access=f"{acc.array}[{acc.index.pretty()}]"), rs, cs
 
@@ -524,6 +552,16 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     guards += _alias_guards(c_access, [a_acc, b_acc], ranges, dtype)
     guards += _scalar_alias_guards(ev, facts, scope, c_access, ranges, dtype)
     guards += _wrap_guards(conv, loops, scope)
+    setup = []
+    for acc, (rows_var, size) in _row_tables([a_acc, b_acc, c_access], iterators, sizes):
+        row_start = acc.row_table[0].substitute_all(starts)
+        symbol = row_stride_symbol(acc.array)
+        table = f"(const void *const *)({acc.array}) + {row_start.to_c()}"
+        setup.append(f"const kf_index {symbol} = kf_row_stride({table}, {size}, "
+                     f"(kf_index)sizeof({dtype.ctype if acc is c_access else dtype.in_ctype}));")
+        guards.append(Guard(f"kf_rows_uniform({table}, {size}, {symbol}, "
+                            f"(kf_index)sizeof({dtype.ctype if acc is c_access else dtype.in_ctype}))",
+                            f"the rows of {acc.array} are evenly spaced"))
     if epi is not None:
         for read in epi.reads:
             acc = flatten_access(read, scope, IndexConverter(scope, iterators), ev.aliases)
@@ -552,7 +590,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         alpha=_scalar_c(alpha, dtype), beta=_scalar_c(beta, dtype) if init is CInit.SCALE else
         ("1" if init is CInit.ACCUMULATE else "0"),
         init=init, guards=tuple(guards), location=location, loop_order=order, shape=shape,
-        finals=_final_values(nest), epilogue=epi,
+        finals=_final_values(nest), epilogue=epi, setup=tuple(setup),
         description=_describe(c_access, first, second, init) + (
             " then an element-wise epilogue" if epi is not None else ""),
     )
@@ -843,6 +881,22 @@ def _alias_guards(c: Access, operands: list[Access], ranges: dict, dtype: DType)
             f"{op.base}, {size} * ({_extent(rs, cs, rows, cols)}))",
             f"{c.array} does not overlap {acc.array}"))
     return guards
+
+
+def _row_tables(accesses: list[Access], iterators: list[str], sizes: dict):
+    """Row-pointer operands and the loop that walks their rows (its row subscript must be that
+    loop's variable plus a constant)."""
+    seen = set()
+    for acc in accesses:
+        if acc.row_table is None or acc.array in seen:
+            continue
+        seen.add(acc.array)
+        coeffs, _ = acc.row_table[0].split(iterators)
+        if len(coeffs) != 1 or next(iter(coeffs.values())) != Poly.const(1):
+            raise NotGemm(f"the row subscript of '{acc.array}' is not a loop variable plus a "
+                          "constant")
+        (var, _), = coeffs.items()
+        yield acc, (var, sizes[var])
 
 
 def _wrap_guards(conv: IndexConverter, loops: dict, scope: Scope) -> list[Guard]:

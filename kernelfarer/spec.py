@@ -69,3 +69,4 @@ class GemmSpec:
     finals: tuple[str, ...] = ()    # C statements run after the fast path: loop variables and
                                     # bound temporaries get the values the original leaves
     epilogue: "Epilogue | None" = None  # element-wise code applied to the GEMM's result
+    setup: tuple[str, ...] = ()     # C declarations the guards and the call need (row strides)
