@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-APT_PACKAGES := clang-19 lld-19 llvm-19 libopenblas-dev python3-venv
+APT_PACKAGES := clang-19 lld-19 llvm-19 libopenblas-dev python3-venv cmake ccache
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps system-deps venv demo test fuzz bench clean

@@ -1,0 +1,476 @@
+"""kernelfarer-cc, the compiler wrapper: line mapping, fallbacks, pass-through, determinism, and
+end-to-end builds of samples/project with Make and CMake.
+
+Every wrapper run goes through the console script installed next to this Python, with a clean
+environment (no KERNELFARER_* variables), and checks that the wrapper wrote nothing on stdout
+where the compiler itself writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kernelfarer.linemap import clean_lines, compile_text
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT = ROOT / "samples" / "project"
+KFCC = Path(sys.executable).parent / "kernelfarer-cc"
+CLANG = shutil.which("clang-19") or shutil.which("clang")
+GCC = shutil.which("gcc-12") or shutil.which("gcc")
+COMPILERS = ["clang", pytest.param("gcc", marks=pytest.mark.skipif(GCC is None, reason="no gcc"))]
+
+MM_H = """\
+#define N 37
+static const char *header_name = __FILE__;
+"""
+
+MM_C = """\
+#include <stdio.h>
+#include "mm.h"
+
+static float a[N][N], b[N][N], c[N][N];
+
+static void mm(void)
+{
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++)
+            for (int k = 0; k < N; k++)
+                c[i][j] += a[i][k] * b[k][j];
+}
+
+int main(void)
+{
+    int unused;
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) {
+            a[i][j] = (float)((i + j) % 5);
+            b[i][j] = (float)((i * j) % 3);
+        }
+    mm();
+    double s = 0;
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++)
+            s += c[i][j] * (i + 1) + j;
+    printf("%s %s %d %.1f\\n", __FILE__, header_name, __LINE__, s);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _wrapper_installed():
+    if not KFCC.exists():
+        pytest.fail(f"{KFCC} is missing: run `pip install -e .` so the console script exists")
+    if CLANG is None:
+        pytest.skip("clang-19 is not installed")
+
+
+def compiler(name: str) -> str:
+    return CLANG if name == "clang" else GCC
+
+
+def env(**extra: str) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("KERNELFARER_", "CCACHE_"))}
+    clean.update(extra)
+    return clean
+
+
+def run(cmd, cwd, *, environ=None, stdin=None, quiet_stdout=True) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(c) for c in cmd], cwd=cwd, env=environ or env(), input=stdin,
+                          capture_output=True, text=True, timeout=300)
+    if quiet_stdout:
+        assert done.stdout == "", f"something wrote on stdout: {done.stdout!r}"
+    return done
+
+
+def kfcc(*args, cwd, **kw) -> subprocess.CompletedProcess:
+    return run([KFCC, *args], cwd, **kw)
+
+
+def warnings_of(stderr: str) -> list[str]:
+    return [ln for ln in stderr.splitlines() if ln.startswith("kernelfarer-cc: warning:")]
+
+
+def reports(directory: Path) -> dict[str, dict]:
+    return {json.loads(p.read_text())["file"]: json.loads(p.read_text())
+            for p in directory.glob("*.json")}
+
+
+@pytest.fixture
+def mm(tmp_path) -> Path:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "mm.c").write_text(MM_C)
+    (tmp_path / "src" / "mm.h").write_text(MM_H)
+    return tmp_path
+
+
+# -- the #line mapping, checked with the real preprocessor -----------------------------------------
+
+def _presumed_lines(text: str, tmp_path: Path) -> dict[str, int]:
+    """name -> the __LINE__ the preprocessor gives `int name = __LINE__;` in `text`."""
+    src = tmp_path / "t.c"
+    src.write_text(text)
+    out = run([CLANG, "-E", "-P", src], tmp_path, quiet_stdout=False).stdout
+    return {m[0]: int(m[1]) for m in re.findall(r"int (\w+) = (\d+);", out)}
+
+
+def _edit_around(original: str, first: str, last: str, before: str, after: str):
+    start = original.index(first)
+    end = original.index(last) + len(last)
+    return (start, end, before + original[start:end] + after)
+
+
+def test_unchanged_lines_keep_their_numbers(tmp_path):
+    original = ("int l1 = __LINE__;\n"
+                "int l2 = __LINE__;\n"
+                "int l3 = __LINE__;\n"
+                "void f(void) {\n"
+                "    for (;;) { int l5 = __LINE__;\n"
+                "        int l6 = __LINE__; } /* a comment that\n"
+                "       spans lines */ int l7 = __LINE__;\n"   # no directive can go here
+                "    int l8 = __LINE__;\n"
+                "}\n"
+                "int l10 = __LINE__;\n")
+    support = "int s1;\nint s2;\nint s3;\n\n"          # inserted before the function
+    insert_at = original.index("void f")
+    nest = _edit_around(original, "for (;;)", "int l6 = __LINE__; }",
+                        "{ /* generated */\n    int g1 = 0;\n    if (g1) {\n        ", "\n    }\n}")
+    text = compile_text(original, [(insert_at, insert_at, support), nest], "user/t.c")
+    lines = _presumed_lines(text, tmp_path)
+    expected = {f"l{n}": n for n in (1, 2, 3, 5, 6, 8, 10)}
+    assert {k: lines[k] for k in expected} == expected
+    assert text.startswith('#line 1 "user/t.c"\n')
+    assert text.count("#line") == 4     # the top, after the support code, the nest, after it
+
+
+def test_user_line_directives_are_followed(tmp_path):
+    original = ('#line 100 "grammar.y"\n'
+                "int a100 = __LINE__;\n"
+                "void f(void) { for (;;) {} }\n"
+                "int a102 = __LINE__;\n")
+    start = original.index("for")
+    end = original.index("{} }") + 2
+    edit = (start, end, "{\n  if (1) {\n    " + original[start:end] + "\n  }\n}")
+    lines = _presumed_lines(compile_text(original, [edit], "t.c"), tmp_path)
+    assert lines == {"a100": 100, "a102": 102}
+
+
+def test_directives_never_land_in_comments_or_continued_lines():
+    original = "int x; /* one\ntwo */\n#define M \\\n  1\nint y;\n"
+    assert clean_lines(original)[1:] == [True, False, True, False, True, True]
+    text = compile_text(original, [(0, 0, "int z;\n")], "t.c")
+    assert text == '#line 1 "t.c"\nint z;\n#line 1 "t.c"\n' + original
+
+
+def test_file_names_are_escaped():
+    assert compile_text("int x;\n", [], 'a "b"\\c.c').startswith('#line 1 "a \\"b\\"\\\\c.c"\n')
+
+
+# -- one file through the wrapper ------------------------------------------------------------------
+
+@pytest.mark.parametrize("cc", COMPILERS)
+def test_diagnostics_lines_and_names_match_the_bare_compiler(mm, cc):
+    bare = run([compiler(cc), "-Wall", "-O2", "-o", "prog0", "src/mm.c"], mm)
+    wrapped = kfcc(compiler(cc), "-Wall", "-O2", "-o", "prog", "src/mm.c", cwd=mm,
+                   environ=env(KERNELFARER_REPORT_DIR=str(mm / "rep")))
+    assert wrapped.returncode == bare.returncode == 0
+    assert "src/mm.c:16:9: warning: unused variable" in bare.stderr
+    assert wrapped.stderr == bare.stderr          # same diagnostics, same file:line:col
+    [report] = reports(mm / "rep").values()
+    assert report["rewritten"] and report["nests"][0]["replaced"] and report["nests"][0]["line"] == 8
+    out = run([mm / "prog"], mm, quiet_stdout=False).stdout
+    assert out == run([mm / "prog0"], mm, quiet_stdout=False).stdout
+    assert out.startswith("src/mm.c src/mm.h 27 ")   # __FILE__, header __FILE__, __LINE__ after it
+
+
+@pytest.mark.parametrize("cc", COMPILERS)
+def test_sources_in_the_working_directory(mm, cc):
+    """Quoted includes of a source given without a directory: each compiler spells the header's
+    __FILE__ its own way ("./mm.h" for clang, "mm.h" for gcc), and the wrapper keeps it."""
+    src = mm / "src"
+    run([compiler(cc), "-O2", "-o", "prog0", "mm.c"], src)
+    assert kfcc(compiler(cc), "-O2", "-o", "prog", "mm.c", cwd=src).returncode == 0
+    out = run([src / "prog"], src, quiet_stdout=False).stdout
+    assert out == run([src / "prog0"], src, quiet_stdout=False).stdout
+    assert out.startswith("mm.c ") and b"kf_sgemm" in (src / "prog").read_bytes()
+
+
+def _deps(path: Path) -> list[str]:
+    return path.read_text().replace("\\\n", " ").split()
+
+
+@pytest.mark.parametrize("cc", COMPILERS)
+def test_dependency_files_name_the_users_files(mm, cc):
+    (mm / "obj").mkdir()
+    flags = ["-O2", "-MMD", "-MP", "-c", "src/mm.c", "-o", "obj/mm.o"]
+    run([compiler(cc), *flags], mm)
+    bare = _deps(mm / "obj" / "mm.d")
+    assert kfcc(compiler(cc), *flags, cwd=mm).returncode == 0
+    assert _deps(mm / "obj" / "mm.d") == bare == ["obj/mm.o:", "src/mm.c", "src/mm.h",
+                                                   "src/mm.h:"]
+    # CMake's spelling, and system headers (-MD): the user's target and source come first
+    flags = ["-O2", "-MD", "-MT", "obj/x.o", "-MF", "obj/x.o.d", "-o", "obj/x.o", "-c", "src/mm.c"]
+    assert kfcc(compiler(cc), *flags, cwd=mm).returncode == 0
+    deps = _deps(mm / "obj" / "x.o.d")
+    assert deps[:2] == ["obj/x.o:", "src/mm.c"] and "src/mm.h" in deps
+    assert "kernelfarer-cc" not in (mm / "obj" / "x.o.d").read_text()
+
+
+def test_dependency_file_without_output_name(mm):
+    assert kfcc(CLANG, "-O2", "-MMD", "-c", "src/mm.c", cwd=mm).returncode == 0
+    assert _deps(mm / "mm.d") == ["mm.o:", "src/mm.c", "src/mm.h"]
+    assert (mm / "mm.o").exists()
+
+
+@pytest.mark.parametrize("cc", COMPILERS)
+def test_objects_are_deterministic(mm, cc):
+    objects = []
+    for k in (1, 2):      # a different TMPDIR each time: no temporary name may reach the object
+        (mm / f"tmp{k}").mkdir()
+        done = kfcc(compiler(cc), "-g", "-O2", "-c", "src/mm.c", "-o", f"mm{k}.o", cwd=mm,
+                    environ=env(TMPDIR=str(mm / f"tmp{k}")))
+        assert done.returncode == 0 and done.stderr == ""
+        objects.append((mm / f"mm{k}.o").read_bytes())
+    assert objects[0] == objects[1]
+    assert b"kf_sgemm" in objects[0] and b"src/mm.c" in objects[0]
+    assert b"kernelfarer-cc" not in objects[0] and b"tmp1" not in objects[0]
+    assert not any((mm / "tmp1").rglob("*.c")), "temporary files left behind"
+
+
+def test_unparsable_file_falls_back_with_one_warning(tmp_path):
+    for name in ("gnu_ext.c", "project.h"):
+        shutil.copy(PROJECT / name, tmp_path)
+    run([CLANG, "-O2", "-c", "gnu_ext.c", "-o", "bare.o"], tmp_path)
+    done = kfcc("-O2", "-c", "gnu_ext.c", "-o", "kf.o", cwd=tmp_path)
+    assert done.returncode == 0
+    [line] = done.stderr.splitlines()
+    assert re.fullmatch(r"kernelfarer-cc: warning: gnu_ext\.c: cannot parse: .*; compiled unchanged",
+                        line)
+    assert (tmp_path / "kf.o").read_bytes() == (tmp_path / "bare.o").read_bytes()
+
+
+@pytest.mark.parametrize("setting, why", [
+    ({"KERNELFARER_TIMEOUT": "0.05"}, "the rewrite took longer than 0.05 s"),
+    ({"KERNELFARER_TARGET": "no-such-target"}, "unknown target 'no-such-target'"),
+])
+def test_internal_failures_compile_the_original(mm, setting, why):
+    run([CLANG, "-O2", "-c", "src/mm.c", "-o", "bare.o"], mm)
+    done = kfcc("-O2", "-c", "src/mm.c", "-o", "kf.o", cwd=mm, environ=env(**setting))
+    assert done.returncode == 0
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"kernelfarer-cc: warning: src/mm.c: {why}")
+    assert line.endswith("; compiled unchanged")
+    assert (mm / "kf.o").read_bytes() == (mm / "bare.o").read_bytes()
+
+
+def test_the_compilers_exit_code_wins(tmp_path):
+    (tmp_path / "broken.c").write_text("int f(int n) {\n    int s = 0;\n"
+                                       "    for (int i = 0; i < n; i++) s += missing[i];\n"
+                                       "    return s;\n}\n")
+    bare = run([CLANG, "-c", "broken.c", "-o", "b.o"], tmp_path)
+    done = kfcc("-c", "broken.c", "-o", "b.o", cwd=tmp_path)
+    assert done.returncode == bare.returncode == 1
+    assert "broken.c:3:38: error: use of undeclared identifier 'missing'" in bare.stderr
+    assert done.stderr == bare.stderr
+
+
+def test_a_rewritten_file_that_does_not_compile_falls_back(mm):
+    # a "compiler" that refuses kernelfarer-cc's temporary files and compiles everything else
+    fake = mm / "pickycc"
+    fake.write_text(f'#!/bin/sh\ncase "$*" in *kernelfarer-cc*) echo "picky: no" >&2; exit 1;; esac\n'
+                    f'exec {CLANG} "$@"\n')
+    fake.chmod(0o755)
+    run([CLANG, "-O2", "-c", "src/mm.c", "-o", "bare.o"], mm)
+    done = kfcc(fake, "-O2", "-c", "src/mm.c", "-o", "kf.o", cwd=mm)
+    assert done.returncode == 0
+    assert warnings_of(done.stderr) == done.stderr.splitlines()
+    [line] = warnings_of(done.stderr)
+    assert "the rewritten file did not compile (picky: no)" in line
+    assert (mm / "kf.o").read_bytes() == (mm / "bare.o").read_bytes()
+
+
+def test_several_sources_in_one_command(mm):
+    """Each C source is rewritten or falls back on its own; objects land where they would."""
+    for name in ("gnu_ext.c", "project.h"):
+        shutil.copy(PROJECT / name, mm)
+    run([CLANG, "-O2", "-c", "gnu_ext.c", "-o", "bare.o"], mm)
+    done = kfcc("-O2", "-c", "src/mm.c", "gnu_ext.c", cwd=mm)
+    assert done.returncode == 0
+    [line] = done.stderr.splitlines()
+    assert line.startswith("kernelfarer-cc: warning: gnu_ext.c: cannot parse")
+    assert b"kf_sgemm" in (mm / "mm.o").read_bytes()
+    assert (mm / "gnu_ext.o").read_bytes() == (mm / "bare.o").read_bytes()
+
+
+def test_assembly_output_when_asked(mm):
+    done = kfcc("-O2", "-S", "src/mm.c", "-o", "mm.s", cwd=mm, environ=env(KERNELFARER_ASM="1"))
+    assert done.returncode == 0 and done.stderr == ""
+    assembly = (mm / "mm.s").read_text()
+    assert "kf_sgemm" in assembly and '"src/mm.c"' in assembly and "kernelfarer-cc-" not in assembly
+
+
+@pytest.mark.parametrize("args, output", [
+    (["--version"], None),
+    (["-E", "src/mm.c"], None),
+    (["-S", "-O2", "src/mm.c", "-o", "{out}"], "{out}"),
+    (["-x", "c++", "-c", "src/mm.c", "-o", "{out}"], "{out}"),
+    (["-Isrc", "-x", "c", "-c", "-", "-o", "{out}"], "{out}"),
+    (["-fsyntax-only", "src/mm.c"], None),
+])
+def test_pass_through_is_untouched(mm, args, output):
+    results = []
+    for name in ("bare", "kf"):
+        argv = [a.replace("{out}", name) for a in args]
+        cmd = [CLANG, *argv] if name == "bare" else [KFCC, CLANG, *argv]
+        done = run(cmd, mm, stdin=MM_C, quiet_stdout=False,
+                   environ=env(KERNELFARER_REPORT_DIR=str(mm / "rep")))
+        file = (mm / output.replace("{out}", name)).read_bytes() if output else None
+        results.append((done.returncode, done.stdout, done.stderr, file))
+    assert results[0] == results[1]
+    assert not (mm / "rep").exists()
+
+
+def test_disabled(mm):
+    run([CLANG, "-O2", "-c", "src/mm.c", "-o", "bare.o"], mm)
+    done = kfcc("-O2", "-c", "src/mm.c", "-o", "kf.o", cwd=mm,
+                environ=env(KERNELFARER_DISABLE="1", KERNELFARER_REMARKS="1"))
+    assert done.returncode == 0 and done.stderr == ""
+    assert (mm / "kf.o").read_bytes() == (mm / "bare.o").read_bytes()
+
+
+def test_never_finds_itself_through_path(tmp_path):
+    """clang-19 -> kernelfarer-cc first on PATH, then a ccache masquerade directory: the wrapper
+    must skip both and run the real compiler (without the skip, ccache would call it back)."""
+    shutil.copy(PROJECT / "util.c", tmp_path)
+    shutil.copy(PROJECT / "project.h", tmp_path)
+    name = os.path.basename(CLANG)
+    ours, theirs = tmp_path / "kf-masq", tmp_path / "ccache-masq"
+    ours.mkdir()
+    theirs.mkdir()
+    (ours / name).symlink_to(KFCC)
+    ccache = shutil.which("ccache")
+    (theirs / name).symlink_to(ccache or KFCC)
+    path = os.pathsep.join([str(ours), str(theirs), os.path.dirname(CLANG), os.environ["PATH"]])
+    environ = env(PATH=path, CCACHE_DIR=str(tmp_path / "cache"))
+    done = run([ours / name, "-O2", "-c", "util.c"], tmp_path, environ=environ)
+    assert done.returncode == 0 and done.stderr == ""
+    assert (tmp_path / "util.o").exists()
+    # and when the guard is set, the wrapper only runs the compiler
+    done = run([KFCC, "-c", "util.c", "-o", "g.o"], tmp_path,
+               environ=env(KERNELFARER_CC_ACTIVE="1", KERNELFARER_REPORT_DIR=str(tmp_path / "r")))
+    assert done.returncode == 0 and not (tmp_path / "r").exists()
+
+
+def test_choosing_the_compiler(tmp_path):
+    def macros(*args, **settings):
+        done = run([KFCC, *args, "-dM", "-E", "-x", "c", "/dev/null"], tmp_path,
+                   environ=env(**settings), quiet_stdout=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+    assert "__clang__" in macros()                                  # default: clang-19
+    assert "EXTRA_FROM_ENV" in macros(KERNELFARER_CC=f"{CLANG} -DEXTRA_FROM_ENV=1")
+    if GCC:
+        assert "__clang__" not in macros(KERNELFARER_CC=GCC)
+        assert "__clang__" not in macros(os.path.basename(GCC))    # launcher form
+    done = run([KFCC, "-c", "x.c"], tmp_path, environ=env(KERNELFARER_CC="no-such-cc-here"))
+    assert done.returncode == 127 and "cannot find the compiler 'no-such-cc-here'" in done.stderr
+
+
+def test_response_files_and_remarks(mm):
+    (mm / "args.rsp").write_text("-O2 -c src/mm.c -o mm.o\n")
+    done = kfcc(CLANG, "@args.rsp", cwd=mm,
+                environ=env(KERNELFARER_REMARKS="1", KERNELFARER_REPORT_DIR=str(mm / "rep")))
+    assert done.returncode == 0
+    assert re.search(r"^src/mm\.c:8:5: remark: replaced float GEMM .* with kernel kf_sgemm_",
+                     done.stderr, re.M)
+    assert "src/mm.c:17:5: remark: not replaced:" in done.stderr
+    assert reports(mm / "rep")["src/mm.c"]["rewritten"]
+    assert b"kf_sgemm" in (mm / "mm.o").read_bytes()
+
+
+@pytest.mark.skipif(shutil.which("ccache") is None, reason="ccache is not installed")
+def test_composes_with_ccache(mm):
+    # the compiler is named, not given as a path: ccache would take a path for a second input
+    path = os.pathsep.join([os.path.dirname(CLANG), os.environ["PATH"]])
+    environ = env(CCACHE_DIR=str(mm / "cache"), CCACHE_NOHASHDIR="1", PATH=path)
+    objects = []
+    for k in (1, 2):
+        done = run(["ccache", KFCC, os.path.basename(CLANG), "-O2", "-c", "src/mm.c", "-o",
+                    f"c{k}.o"], mm, environ=environ)
+        assert done.returncode == 0 and done.stderr == ""
+        objects.append((mm / f"c{k}.o").read_bytes())
+    assert kfcc(CLANG, "-O2", "-c", "src/mm.c", "-o", "direct.o", cwd=mm).returncode == 0
+    assert objects[0] == objects[1] == (mm / "direct.o").read_bytes()
+    assert b"kf_sgemm" in objects[0]
+    stats = run(["ccache", "--print-stats"], mm, environ=environ, quiet_stdout=False).stdout
+    counts = dict(line.split("\t") for line in stats.splitlines() if "\t" in line)
+    assert int(counts["direct_cache_hit"]) + int(counts["preprocessed_cache_hit"]) == 1
+
+
+# -- end to end: samples/project with Make and CMake ----------------------------------------------
+
+@pytest.fixture(scope="module")
+def plain_output(tmp_path_factory) -> str:
+    """kfdemo built without kernelfarer: what every wrapped build must print."""
+    work = tmp_path_factory.mktemp("plain")
+    sources = [str(PROJECT / f) for f in ("main.c", "kernels.c", "util.c", "gnu_ext.c")]
+    run([CLANG, "-O2", *sources, "-o", "kfdemo"], work)
+    return run([work / "kfdemo"], work, quiet_stdout=False).stdout
+
+
+def _check_reports(directory: Path, prefix: str = "") -> None:
+    got = {os.path.basename(k): v for k, v in reports(directory).items()}
+    assert set(got) == {"main.c", "kernels.c", "util.c", "gnu_ext.c"}
+    assert got["kernels.c"]["rewritten"]
+    assert [n["replaced"] for n in got["kernels.c"]["nests"]] == [True, True, True]
+    assert not got["main.c"]["rewritten"] and not any(n["replaced"] for n in got["main.c"]["nests"])
+    assert not got["util.c"]["rewritten"] and got["util.c"]["nests"] == []
+    assert got["gnu_ext.c"]["fallback"].startswith("cannot parse")
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_builds_the_sample_project(tmp_path, plain_output):
+    work = tmp_path / "project"
+    shutil.copytree(PROJECT, work, ignore=shutil.ignore_patterns("build*"))
+    make = ["make", "-j2", f"CC={KFCC}"]
+    environ = env(KERNELFARER_REPORT_DIR=str(tmp_path / "rep"))
+    done = run(make, work, environ=environ, quiet_stdout=False)
+    assert done.returncode == 0, done.stderr
+    [warning] = warnings_of(done.stderr)
+    assert warning.startswith("kernelfarer-cc: warning: gnu_ext.c: cannot parse")
+    assert run([work / "build" / "kfdemo"], work, quiet_stdout=False).stdout == plain_output
+    _check_reports(tmp_path / "rep")
+    for depfile in (work / "build").glob("*.d"):
+        assert "kernelfarer-cc" not in depfile.read_text()
+    # a second make has nothing to do; a touched header makes the objects out of date
+    assert run(["make", "-q", f"CC={KFCC}"], work, quiet_stdout=False).returncode == 0
+    os.utime(work / "project.h", (time.time() + 5,) * 2)
+    assert run(["make", "-q", f"CC={KFCC}"], work, quiet_stdout=False).returncode == 1
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("make") is None,
+                    reason="cmake is not installed")
+def test_cmake_launcher_builds_the_sample_project(tmp_path, plain_output):
+    build = tmp_path / "build"
+    environ = env(KERNELFARER_REPORT_DIR=str(tmp_path / "rep"))
+    configure = run(["cmake", "-S", PROJECT, "-B", build, f"-DCMAKE_C_COMPILER={CLANG}",
+                     f"-DCMAKE_C_COMPILER_LAUNCHER={KFCC}"], tmp_path, environ=environ,
+                    quiet_stdout=False)
+    assert configure.returncode == 0, configure.stderr
+    done = run(["cmake", "--build", build, "-j2"], tmp_path, environ=environ, quiet_stdout=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [warning] = warnings_of(done.stderr)
+    assert f"{PROJECT}/gnu_ext.c: cannot parse" in warning
+    assert run([build / "kfdemo"], tmp_path, quiet_stdout=False).stdout == plain_output
+    _check_reports(tmp_path / "rep")
+    again = run(["cmake", "--build", build, "-j2"], tmp_path, environ=environ, quiet_stdout=False)
+    assert again.returncode == 0 and "Building C object" not in again.stdout
