@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from kernelfarer import ccargs
 from kernelfarer.linemap import compile_text
+from kernelfarer import targets
 
 PROG = "kernelfarer-cc"
 GUARD = "KERNELFARER_CC_ACTIVE"          # set for the real compiler: we never wrap ourselves
@@ -344,7 +345,7 @@ class Job:
         import signal                    # a terminated job still kills its rewriter and cleans up
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
         timeout = float(os.environ.get("KERNELFARER_TIMEOUT") or DEFAULT_TIMEOUT)
-        target = os.environ.get("KERNELFARER_TARGET") or "auto"
+        target = os.environ.get("KERNELFARER_TARGET") or default_build_target()
         outcomes = rewrite_sources([s.path for s in todo], tuple(cmd.cppflags), target, timeout)
         chosen = []
         for src, outcome in zip(todo, outcomes):
@@ -469,6 +470,16 @@ class Job:
                 _warn(src.path, why)
                 self._report(outcome, rewritten=False, fallback=why)
         return done.returncode if done.returncode >= 0 else 128 - done.returncode
+
+
+def default_build_target() -> str:
+    """The target a build uses unless told otherwise: a dispatching target when one covers this
+    host's ISA (a binary built here must also run, and run fast, on other machines of the same
+    ISA), else the best target for the host."""
+    for target in targets.TARGETS.values():
+        if target.dispatch and targets.host_can_run(target):
+            return target.name
+    return "auto"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,7 +6,7 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 
-from kernelfarer import emit, frontend, targets
+from kernelfarer import frontend, targets
 from kernelfarer.diagnostics import KernelfarerError, Remark, SourceLocation
 from kernelfarer.plan import KernelPlan, make_dispatch_plan, make_plan
 from kernelfarer.scan import tokenize
@@ -46,6 +46,7 @@ class _Edit:
 
 
 def rewrite_file(path: str, options: RewriteOptions = RewriteOptions()) -> RewriteResult:
+    from kernelfarer import emit   # templates load only when something is rewritten
     target = targets.get_target(options.target)
     tu = frontend.load(path, options.cppflags)
     source = tu.source
