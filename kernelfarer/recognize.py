@@ -12,15 +12,17 @@ turned into run-time guards in front of which the original nest is kept.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
-from kernelfarer.affine import IndexConverter, NotAffine, Poly, is_deref, symbol_text
-from kernelfarer.ctype import Array, Pointer, Scalar, Scope
+from kernelfarer.access import Access, flatten_access, row_stride_symbol
+from kernelfarer.affine import IndexConverter, NotAffine, Poly
+from kernelfarer.ctype import Scalar, Scope
 from kernelfarer.diagnostics import SourceLocation
 from kernelfarer.epilogue import epilogue_form
+from kernelfarer.evaluate import Evaluator, Lin, lin_add
+from kernelfarer.guards import (FunctionFacts, alias_guards, bound_guards, row_tables,
+                                scalar_alias_guards, simplify_guards, wrap_guards)
 from kernelfarer.model import AccessModel, StatementModel, build_model
 from kernelfarer.nest import LoopNest, NotGemm, parse_nest
 from kernelfarer.spec import SIZE_NAMES, CInit, GemmSpec, Guard, Operand
@@ -28,409 +30,7 @@ from kernelfarer.targets import DType
 
 _GEN = c_generator.CGenerator()
 
-
-# -- array accesses -------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Access:
-    array: str                 # the base identifier
-    index: Poly                # flat element index
-    elem: Scalar
-    base_type: ctype.CType     # the identifier's declared type
-    restrict: bool             # the base is a restrict-qualified pointer
-    is_object: bool            # the base is an array object (not a pointer): distinct from others
-    vla_dims: frozenset[str]   # identifiers in VLA dimensions (evaluated at declaration)
-    row_table: tuple[Poly, Poly] | None = None   # (row, column) subscripts of a row-pointer table
-
-    @property
-    def key(self) -> tuple[str, Poly]:
-        return (self.array, self.index)
-
-
-def expand_alias(node: c_ast.ArrayRef, aliases: dict[str, c_ast.Node]) -> c_ast.ArrayRef:
-    """`p[e]` where `p` was set to an address inside an array becomes that array's own access:
-    `A + o` gives `A[o + e]`, `&A[s]` gives `A[s + e]`, `A[s]` (a row) gives `A[s][e]`.
-    New nodes are built; the input AST is never changed."""
-    if not (isinstance(node.name, c_ast.ID) and node.name.name in aliases):
-        return node
-    init = aliases[node.name.name]
-    while isinstance(init, c_ast.Cast):
-        init = init.expr
-    e = node.subscript
-    if isinstance(init, c_ast.ID):
-        return c_ast.ArrayRef(init, e, node.coord)
-    if isinstance(init, c_ast.BinaryOp) and init.op in ("+", "-"):
-        base, offset = init.left, init.right
-        if init.op == "+" and not _names_array(base, aliases) and _names_array(offset, aliases):
-            base, offset = offset, base
-        if isinstance(base, (c_ast.ID, c_ast.StructRef)):
-            if init.op == "-":
-                offset = c_ast.UnaryOp("-", offset)
-            return expand_alias(c_ast.ArrayRef(base, c_ast.BinaryOp("+", offset, e), node.coord),
-                                aliases)
-    if isinstance(init, c_ast.UnaryOp) and init.op == "&" and isinstance(init.expr, c_ast.ArrayRef):
-        inner = init.expr
-        return c_ast.ArrayRef(inner.name, c_ast.BinaryOp("+", inner.subscript, e), node.coord)
-    if isinstance(init, c_ast.ArrayRef):
-        return c_ast.ArrayRef(init, e, node.coord)
-    raise NotGemm(f"pointer '{node.name.name}' is set to '{_GEN.visit(init)}', which is not an "
-                  "address inside an array")
-
-
-def _names_array(node: c_ast.Node, aliases: dict) -> bool:
-    return isinstance(node, (c_ast.ID, c_ast.StructRef, c_ast.ArrayRef))
-
-
-def flatten_access(node: c_ast.ArrayRef, scope: Scope, conv: IndexConverter,
-                   aliases: dict[str, c_ast.Node] | None = None) -> Access:
-    if aliases:
-        node = expand_alias(node, aliases)
-    subscripts: list[c_ast.Node] = []
-    base = node
-    while isinstance(base, c_ast.ArrayRef):
-        subscripts.insert(0, base.subscript)
-        base = base.name
-    if isinstance(base, c_ast.StructRef):
-        try:
-            name = symbol_text(base)
-        except NotAffine:
-            raise NotGemm(f"array access through '{_GEN.visit(base)}'") from None
-        t = scope.type_of_expr(base)
-        if t is None:
-            raise NotGemm(f"'{name}' is not a known struct member")
-        decl, is_param, restrict = None, False, False
-    elif isinstance(base, c_ast.ID):
-        name = base.name
-        decl = scope.lookup(name)
-        if decl is None:
-            raise NotGemm(f"'{name}' is not declared")
-        t = ctype.resolve(decl.type, scope.typedefs)
-        is_param = scope.is_param(decl)
-        restrict = isinstance(t, Pointer) and t.restrict
-        if isinstance(t, Array) and is_param and "restrict" in (
-                getattr(decl.type, "dim_quals", None) or []):
-            restrict = True
-    else:
-        raise NotGemm(f"array access through '{_GEN.visit(base)}' (only named arrays, pointers "
-                      "and struct members)")
-    if ctype.is_volatile(t):
-        raise NotGemm(f"'{name}' is volatile")
-    if (len(subscripts) == 2 and isinstance(ctype.element(t), Pointer)
-            and isinstance(ctype.element(ctype.element(t)), Scalar)):
-        return _row_table_access(name, t, subscripts, conv)
-    # Walk the declared type along the subscripts, accumulating the flat index.
-    dims: list[Poly] = []
-    vla: set[str] = set()
-    level = t
-    for depth in range(len(subscripts)):
-        if isinstance(level, Pointer) and depth > 0:
-            raise NotGemm(f"'{name}' is an array of row pointers (not a contiguous matrix)")
-        inner = ctype.element(level)
-        if inner is None:
-            raise NotGemm(f"'{name}' is subscripted more times than it has dimensions")
-        if depth > 0:
-            dim = level.dim if isinstance(level, Array) else None
-            if dim is None:
-                raise NotGemm(f"'{name}' has an unknown inner dimension")
-            try:
-                dim_conv = IndexConverter(scope, [])
-                dims.append(dim_conv.convert(dim))
-                vla |= dim_conv.params
-            except NotAffine as exc:
-                raise NotGemm(f"dimension of '{name}' is not affine: {exc}") from None
-        level = inner
-    if not isinstance(level, Scalar):
-        raise NotGemm(f"'{name}' is not an array of numbers")
-    strides = []
-    stride = Poly.const(1)
-    for dim in reversed(dims):
-        strides.insert(0, stride)
-        stride = stride * dim
-    strides.insert(0, stride)
-    index = Poly.const(0)
-    for sub, st in zip(subscripts, strides):
-        try:
-            index = index + conv.convert(sub) * st
-        except NotAffine as exc:
-            raise NotGemm(f"subscript of '{name}' is not affine: {exc}") from None
-    return Access(array=name, index=index, elem=level, base_type=t, restrict=restrict,
-                  is_object=isinstance(t, Array) and not is_param and decl is not None,
-                  vla_dims=frozenset(vla))
-
-
-def row_stride_symbol(name: str) -> str:
-    return "kf_rs_" + "".join(ch if ch.isalnum() else "_" for ch in name)
-
-
-def _row_table_access(name: str, t: ctype.CType, subscripts: list[c_ast.Node],
-                      conv: IndexConverter) -> Access:
-    """`A[r][c]` through a table of row pointers (`float **A`).  It is a strided matrix when the
-    rows it uses are evenly spaced, which the call site checks at run time (kf_rows_uniform);
-    the spacing is the symbol kf_rs_A, set by the call site."""
-    try:
-        row, col = conv.convert(subscripts[0]), conv.convert(subscripts[1])
-    except NotAffine as exc:
-        raise NotGemm(f"subscript of '{name}' is not affine: {exc}") from None
-    elem = ctype.element(ctype.element(t))
-    if ctype.is_volatile(elem):
-        raise NotGemm(f"'{name}' is volatile")
-    stride = Poly.symbol(row_stride_symbol(name))
-    return Access(array=name, index=stride * row + col, elem=elem, base_type=t, restrict=False,
-                  is_object=False, vla_dims=frozenset(), row_table=(row, col))
-
-
-# -- symbolic values ------------------------------------------------------------------------------
-
-Lin = dict  # basis name -> Poly coefficient over scalar symbols
-
-
-def _lin_add(a: Lin, b: Lin, sign: int = 1) -> Lin:
-    out = dict(a)
-    for key, coef in b.items():
-        out[key] = out.get(key, Poly.const(0)) + (coef if sign > 0 else -coef)
-        if out[key].is_zero():
-            del out[key]
-    return out
-
-
-def _lin_scale(a: Lin, s: Poly) -> Lin:
-    return {k: c * s for k, c in a.items() if not (c * s).is_zero()}
-
-
-@dataclass
-class Evaluator:
-    """Evaluates statements of one nest level over a symbolic state."""
-
-    scope: Scope
-    conv: IndexConverter
-    dtype: DType | None = None
-    c_access: Access | None = None
-    reads: list[Access] = field(default_factory=list)       # matrix reads, by basis number
-    products: set[tuple[int, int]] = field(default_factory=set)
-    locals_: set[str] = field(default_factory=set)          # scalars declared inside the nest
-    scalars_written: set[str] = field(default_factory=set)
-    scalar_params: set[str] = field(default_factory=set)
-    aliases: dict = field(default_factory=dict)              # row pointers: name -> address
-    narrow: set = field(default_factory=set)                 # int8 operands of an int32 GEMM
-
-    def value(self, node: c_ast.Node, state: dict) -> Lin:
-        if isinstance(node, c_ast.Constant):
-            return self._constant(node)
-        if isinstance(node, c_ast.ID):
-            if node.name in state:
-                v = state[node.name]
-                if v is None:
-                    raise NotGemm(f"'{node.name}' is read before it is set in each iteration")
-                return v
-            return self._scalar_param(node)
-        if isinstance(node, c_ast.StructRef):
-            return self._scalar_param(node)
-        if isinstance(node, c_ast.ArrayRef):
-            acc = flatten_access(node, self.scope, self.conv, self.aliases)
-            if self.c_access is not None and acc.array == self.c_access.array:
-                if acc.index != self.c_access.index:
-                    raise NotGemm(f"'{acc.array}' is both stored to and read at another element "
-                                  "(in-place update)")
-                return state["<C>"]
-            self._check_elem(acc)
-            self.reads.append(acc)
-            return {f"r{len(self.reads) - 1}": Poly.const(1)}
-        if is_deref(node):
-            return self._scalar_param(node)
-        if isinstance(node, c_ast.UnaryOp):
-            if node.op == "-":
-                return _lin_scale(self.value(node.expr, state), Poly.const(-1))
-            if node.op == "+":
-                return self.value(node.expr, state)
-            raise NotGemm(f"operator '{node.op}' in the loop body")
-        if isinstance(node, c_ast.Cast):
-            target = ctype.resolve(node.to_type, self.scope.typedefs)
-            if not (isinstance(target, Scalar) and self.dtype
-                    and self.dtype.is_result(target.kind, target.bits, target.signed)):
-                raise NotGemm(f"conversion to '{_GEN.visit(node.to_type)}' in the loop body")
-            return self.value(node.expr, state)
-        if isinstance(node, c_ast.BinaryOp):
-            if node.op in ("+", "-"):
-                return _lin_add(self.value(node.left, state), self.value(node.right, state),
-                                1 if node.op == "+" else -1)
-            if node.op == "*":
-                return self._multiply(self.value(node.left, state), self.value(node.right, state))
-            raise NotGemm(f"operator '{node.op}' in the loop body (not a (x, +) computation)")
-        if isinstance(node, c_ast.FuncCall):
-            name = _GEN.visit(node.name)
-            raise NotGemm(f"call to '{name}' in the loop body")
-        if isinstance(node, c_ast.TernaryOp):
-            raise NotGemm("conditional expression in the loop body")
-        raise NotGemm(f"unsupported expression '{_GEN.visit(node)}' in the loop body")
-
-    def _constant(self, node: c_ast.Constant) -> Lin:
-        if node.type in ("float", "double"):
-            text = node.value.lower().rstrip("fl")
-            try:
-                if float(text) == 0.0:
-                    return {}
-            except ValueError:
-                pass
-            is_float = node.value.lower().endswith("f")
-            if self.dtype and self.dtype.kind == "int":
-                raise NotGemm(f"floating-point constant {node.value} in an integer GEMM")
-            if self.dtype is DType.F32 and not is_float:
-                raise NotGemm(f"double constant {node.value} in a float computation "
-                              "(mixed precision)")
-            return {"one": Poly.symbol(node.value)}
-        if node.type == "char" or node.type == "string":
-            raise NotGemm(f"constant {node.value} in the loop body")
-        value, _ = _int_value(node)
-        return {"one": Poly.const(value)} if value else {}
-
-    def _scalar_param(self, node: c_ast.Node) -> Lin:
-        try:
-            name = symbol_text(node)
-        except NotAffine:
-            raise NotGemm(f"unsupported expression '{_GEN.visit(node)}' in the loop body") from None
-        t = self.scope.type_of_expr(node)
-        if t is None:
-            raise NotGemm(f"'{name}' is not declared")
-        if not isinstance(t, Scalar):
-            raise NotGemm(f"'{name}' is not a scalar")
-        if t.volatile:
-            raise NotGemm(f"'{name}' is volatile")
-        if self.dtype and t.kind == "float" and (self.dtype.kind == "int"
-                                                  or t.bits > self.dtype.size * 8):
-            raise NotGemm(f"'{name}' is {t.spelling} in a {self.dtype.ctype} computation "
-                          "(mixed precision)")
-        if self.dtype and t.kind == "int" and self.dtype.kind == "int" and (
-                t.bits > self.dtype.size * 8 or not t.signed):
-            raise NotGemm(f"'{name}' is {t.spelling} in a {self.dtype.ctype} computation")
-        self.scalar_params.add(name)
-        return {"one": Poly.symbol(name)}
-
-    def _multiply(self, a: Lin, b: Lin) -> Lin:
-        if not a or not b:
-            return {}
-        if set(a) == {"one"}:
-            return _lin_scale(b, a["one"])
-        if set(b) == {"one"}:
-            return _lin_scale(a, b["one"])
-        if len(a) == 1 and len(b) == 1:
-            (ka, ca), = a.items()
-            (kb, cb), = b.items()
-            if ka.startswith("r") and kb.startswith("r"):
-                self.products.add((int(ka[1:]), int(kb[1:])))
-                return {"ab": ca * cb}
-        raise NotGemm("the loop body is not a sum of products of two matrix elements")
-
-    def _check_elem(self, acc: Access) -> None:
-        if self.dtype is None:
-            return
-        e = acc.elem
-        if self.dtype.is_operand(e.kind, e.bits, e.signed):
-            return
-        if self.dtype is DType.I32 and e.spelling == "signed char":
-            self.narrow.add(acc.array)          # int8 operands summed in int32
-            return
-        raise NotGemm(f"'{acc.array}' holds {e.spelling}, the result holds {self.dtype.ctype} "
-                      "(mixed types)")
-
-    # -- statements ------------------------------------------------------------------------------
-
-    def run(self, statements: tuple[c_ast.Node, ...], state: dict) -> None:
-        for stmt in statements:
-            if isinstance(stmt, c_ast.Decl) and isinstance(stmt.type, c_ast.PtrDecl):
-                self.alias(stmt)
-                continue
-            if isinstance(stmt, c_ast.Decl):
-                t = ctype.resolve(stmt.type, self.scope.typedefs)
-                if not isinstance(t, Scalar) or t.kind != self._kind():
-                    raise NotGemm(f"declaration of '{stmt.name}' in the loop body is not a "
-                                  "floating-point scalar")
-                self._check_scalar_type(stmt.name, t)
-                self.scope.declare(stmt)
-                self.locals_.add(stmt.name)
-                state[stmt.name] = None if stmt.init is None else self.value(stmt.init, state)
-                continue
-            if not isinstance(stmt, c_ast.Assignment):
-                raise NotGemm(f"statement '{_first_line(stmt)}' in the loop nest is not an "
-                              "assignment")
-            if stmt.op not in ("=", "+=", "-=", "*="):
-                raise NotGemm(f"assignment operator '{stmt.op}' in the loop nest")
-            slot = self._target(stmt.lvalue, state)
-            rhs = self.value(stmt.rvalue, state)
-            if stmt.op != "=":
-                old = state.get(slot)
-                if old is None:
-                    raise NotGemm(f"'{_GEN.visit(stmt.lvalue)}' is read before it is set")
-                if stmt.op == "+=":
-                    rhs = _lin_add(old, rhs)
-                elif stmt.op == "-=":
-                    rhs = _lin_add(old, rhs, -1)
-                else:
-                    rhs = self._multiply(old, rhs)
-            state[slot] = rhs
-
-    def alias(self, decl: c_ast.Decl) -> None:
-        """A pointer declared inside the nest: an alias of an address inside an array."""
-        t = ctype.resolve(decl.type, self.scope.typedefs)
-        if ctype.is_volatile(t):
-            raise NotGemm(f"'{decl.name}' is volatile")
-        if decl.init is None:
-            raise NotGemm(f"pointer '{decl.name}' is declared without a value in the nest")
-        self.scope.declare(decl)
-        self.locals_.add(decl.name)
-        self.aliases[decl.name] = decl.init
-
-    def _target(self, lvalue: c_ast.Node, state: dict) -> str:
-        if isinstance(lvalue, c_ast.ID):
-            t = self.scope.type_of(lvalue.name)
-            if not isinstance(t, Scalar) or t.kind != self._kind():
-                raise NotGemm(f"'{lvalue.name}' is assigned in the loop nest and is not a "
-                              f"scalar of the GEMM's type")
-            self._check_scalar_type(lvalue.name, t)
-            self.scalars_written.add(lvalue.name)
-            state.setdefault(lvalue.name, None)
-            return lvalue.name
-        if isinstance(lvalue, c_ast.ArrayRef):
-            acc = flatten_access(lvalue, self.scope, self.conv, self.aliases)
-            if self.c_access is None:
-                raise NotGemm("store to an array that is not the result")
-            if acc.key != self.c_access.key:
-                raise NotGemm(f"stores to more than one element ('{_GEN.visit(lvalue)}' and the "
-                              "result)")
-            return "<C>"
-        raise NotGemm(f"store through '{_GEN.visit(lvalue)}'")
-
-    def _kind(self) -> str:
-        return self.dtype.kind if self.dtype else "float"
-
-    def _check_scalar_type(self, name: str, t: Scalar) -> None:
-        if t.volatile:
-            raise NotGemm(f"'{name}' is volatile")
-        if self.dtype is not None and not (self.dtype.is_result(t.kind, t.bits, t.signed)
-                                           or self.dtype.is_operand(t.kind, t.bits, t.signed)
-                                           or t.spelling == "signed char" and self.dtype is DType.I32):
-            raise NotGemm(f"accumulator '{name}' is {t.spelling}, C holds {self.dtype.ctype} "
-                          "(mixed precision)")
-
-
-def _int_value(node: c_ast.Constant) -> tuple[int, Scalar]:
-    from kernelfarer.affine import int_constant
-    return int_constant(node)
-
-
-def _first_line(node: c_ast.Node) -> str:
-    return _GEN.visit(node).strip().splitlines()[0][:60]
-
-
-# -- the recognizer -------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class FunctionFacts:
-    """What the recognizer needs to know about the function around a nest."""
-
-    name: str
-    assigned: frozenset[str]             # identifiers assigned or incremented
-    address_taken: frozenset[str]        # identifiers whose address is taken (&x)
-    references: dict                     # identifier -> list of (ID node id, harmless?)
+__all__ = ["FunctionFacts", "recognize_nest"]
 
 
 def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
@@ -508,7 +108,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     starts = {v: loops[v].lower for v in iterators}
     guards: list[Guard] = [Guard(f"{sizes[v]} > 0", f"the {v} loop runs")
                            for v in (m_var, n_var, k_var)]
-    guards += _bound_guards(nest)
+    guards += bound_guards(nest)
 
     def operand(acc: Access, rows: str, cols: str, writable: bool) -> tuple[Operand, Poly, Poly]:
         coeffs, rest = acc.index.split(iterators)
@@ -549,11 +149,11 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     if ld is None or not width.isdigit() or int(width) > ld:
         guards.append(Guard(f"({sizes[m_var]} <= 1 || {ldc.to_c()} >= {sizes[n_var]})",
                             f"rows of {c_access.array} do not overlap"))
-    guards += _alias_guards(c_access, [a_acc, b_acc], ranges, dtype)
-    guards += _scalar_alias_guards(ev, facts, scope, c_access, ranges, dtype)
-    guards += _wrap_guards(conv, loops, scope)
+    guards += alias_guards(c_access, [a_acc, b_acc], ranges, dtype)
+    guards += scalar_alias_guards(ev, facts, scope, c_access, ranges, dtype)
+    guards += wrap_guards(conv, loops, scope)
     setup = []
-    for acc, (rows_var, size) in _row_tables([a_acc, b_acc, c_access], iterators, sizes):
+    for acc, (rows_var, size) in row_tables([a_acc, b_acc, c_access], iterators, sizes):
         row_start = acc.row_table[0].substitute_all(starts)
         symbol = row_stride_symbol(acc.array)
         table = f"(const void *const *)({acc.array}) + {row_start.to_c()}"
@@ -571,7 +171,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
             ranges["epilogue"] = (view, rs, cs, sizes[m_var], sizes[n_var])
             if set(acc.index.split(iterators)[0]) - {m_var, n_var}:
                 raise NotGemm(f"the epilogue reads '{acc.array}' along the k loop")
-            guards += _alias_guards(c_access, [acc], {"A": ranges["epilogue"], "C": ranges["C"]},
+            guards += alias_guards(c_access, [acc], {"A": ranges["epilogue"], "C": ranges["C"]},
                                     dtype)
             for stride, what in ((rs, "row"), (cs, "column")):
                 if stride.const_value() is None:
@@ -583,7 +183,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     order = "".join(v if len(v) == 1 else f"[{v}]" for v in iterators)
     shape = " ".join(f"{name}={loops[v].upper - loops[v].lower}"
                      for name, v in zip("MNK", (m_var, n_var, k_var)))
-    guards = _simplify_guards(guards, size_exprs, (m_var, n_var, k_var))
+    guards = simplify_guards(guards, size_exprs, (m_var, n_var, k_var))
     return GemmSpec(
         dtype=dtype, m=size_exprs[m_var], n=size_exprs[n_var], k=size_exprs[k_var],
         a=a_op, b=b_op, c=c_op,
@@ -616,7 +216,7 @@ def _evaluate(nest: LoopNest, ev: Evaluator) -> Lin:
     if nest.perfect:
         state = {"<C>": {"x": Poly.const(1)}}
         ev.run(nest.body, state)
-        delta = _lin_add(state["<C>"], {"x": Poly.const(1)}, -1)
+        delta = lin_add(state["<C>"], {"x": Poly.const(1)}, -1)
         if ev.scalars_written - ev.locals_:
             name = sorted(ev.scalars_written - ev.locals_)[0]
             raise NotGemm(f"scalar '{name}' carries a value across iterations of the nest")
@@ -639,7 +239,7 @@ def _evaluate(nest: LoopNest, ev: Evaluator) -> Lin:
             continue
         if value is None:
             raise NotGemm(f"'{slot}' is left unset by the innermost loop")
-        delta = _lin_add(value, {f"x:{slot}": Poly.const(1)}, -1)
+        delta = lin_add(value, {f"x:{slot}": Poly.const(1)}, -1)
         if set(delta) != {"ab"} or summed_slot is not None:
             raise NotGemm("the innermost loop does not accumulate one product sum")
         if entry[slot] is None:
@@ -649,7 +249,7 @@ def _evaluate(nest: LoopNest, ev: Evaluator) -> Lin:
         if isinstance(t, Scalar) and not ev.dtype.is_result(t.kind, t.bits, t.signed):
             raise NotGemm(f"the sum is accumulated in '{slot}' ({t.spelling}), narrower than "
                           f"the result ({ev.dtype.ctype})")
-        after[slot] = _lin_add(entry[slot], {"s": delta["ab"]})
+        after[slot] = lin_add(entry[slot], {"s": delta["ab"]})
     if summed_slot is None:
         raise NotGemm("the innermost loop does not accumulate a product sum")
     ev.run(nest.post, after)
@@ -678,7 +278,7 @@ def _epilogue_attempt(nest: LoopNest, scope: Scope, conv: IndexConverter, dtype:
         ev.run(nest.body, sym)
     except NotGemm:
         raise linear_failure from None
-    summed = [(slot, _lin_add(value, {f"x:{slot}": Poly.const(1)}, -1))
+    summed = [(slot, lin_add(value, {f"x:{slot}": Poly.const(1)}, -1))
               for slot, value in sym.items() if slot in slots and value != {f"x:{slot}": Poly.const(1)}]
     if len(summed) != 1 or set(summed[0][1]) != {"ab"}:
         raise linear_failure
@@ -838,125 +438,6 @@ def _trip_count(loop) -> str:
             return f"({hi} > 0 ? {hi} : 0)"
         return f"({hi} > {lo} ? {hi} - {lo} : 0)"
     return f"(({t})({hi}) > ({t})({lo}) ? (kf_index)(({t})({hi}) - ({t})({lo})) : 0)"
-
-
-def _simplify_guards(guards: list[Guard], size_exprs: dict, order: tuple) -> list[Guard]:
-    """Drop duplicates and the size checks that hold at compile time."""
-    constant_positive = {name for name, v in zip(SIZE_NAMES, order)
-                         if size_exprs[v].isdigit() and int(size_exprs[v]) > 0}
-    out: list[Guard] = []
-    for guard in guards:
-        if guard.expr in {f"{name} > 0" for name in constant_positive}:
-            continue
-        if guard.expr not in {g.expr for g in out}:
-            out.append(guard)
-    return out
-
-
-def _bound_guards(nest: LoopNest) -> list[Guard]:
-    guards = []
-    for lp in nest.loops:
-        if not lp.compare_type.signed and lp.var_type.signed:
-            value = lp.lower.const_value()
-            if value is None:
-                guards.append(Guard(f"{lp.lower.to_c()} >= 0",
-                                    f"'{lp.var}' starts non-negative (unsigned comparison)"))
-            elif value < 0:
-                raise NotGemm(f"loop '{lp.var}' starts below 0 but is compared as unsigned")
-    return guards
-
-
-def _alias_guards(c: Access, operands: list[Access], ranges: dict, dtype: DType) -> list[Guard]:
-    guards = []
-    c_op, ldc, _, m, n = ranges["C"]
-    for role, acc in zip("AB", operands):
-        if acc.array == c.array:
-            continue   # same array with constant strides: isl proved the accesses disjoint
-        if (c.is_object and acc.is_object) or c.restrict or acc.restrict:
-            continue
-        op, rs, cs, rows, cols = ranges[role]
-        size = f"(kf_index)sizeof({dtype.ctype})"
-        guards.append(Guard(
-            f"kf_disjoint({c_op.base}, {size} * ({_extent(ldc, Poly.const(1), m, n)}), "
-            f"{op.base}, {size} * ({_extent(rs, cs, rows, cols)}))",
-            f"{c.array} does not overlap {acc.array}"))
-    return guards
-
-
-def _row_tables(accesses: list[Access], iterators: list[str], sizes: dict):
-    """Row-pointer operands and the loop that walks their rows (its row subscript must be that
-    loop's variable plus a constant)."""
-    seen = set()
-    for acc in accesses:
-        if acc.row_table is None or acc.array in seen:
-            continue
-        seen.add(acc.array)
-        coeffs, _ = acc.row_table[0].split(iterators)
-        if len(coeffs) != 1 or next(iter(coeffs.values())) != Poly.const(1):
-            raise NotGemm(f"the row subscript of '{acc.array}' is not a loop variable plus a "
-                          "constant")
-        (var, _), = coeffs.items()
-        yield acc, (var, sizes[var])
-
-
-def _wrap_guards(conv: IndexConverter, loops: dict, scope: Scope) -> list[Guard]:
-    """Unsigned 32-bit index arithmetic must not wrap: every such sum or product, whose terms are
-    all non-negative, is largest at the last iteration; check that value at run time."""
-    guards = []
-    checks = list(dict.fromkeys(conv.wrap_checks))
-    # A check implied by a larger one (same terms plus non-negative ones) is dropped.
-    checks = [(p, b) for p, b in checks
-              if not any(q != p and all(c >= 0 for _, c in (q - p).terms) for q, _ in checks)]
-    for poly, bits in checks:
-        if any(c < 0 for _, c in poly.terms):
-            raise NotGemm("unsigned index arithmetic with a negative term may wrap around")
-        corner = poly
-        for var, lp in loops.items():
-            if var not in poly.symbols():
-                continue
-            low = lp.lower.const_value()
-            if low is None or low < 0:
-                raise NotGemm(f"unsigned index arithmetic on '{var}', which may start below 0")
-            corner = corner.substitute(var, lp.upper - Poly.const(1))
-        # With every value non-negative the sum is largest at the last iteration.  The check is
-        # computed modulo 2**64, exact for values that fit.
-        for name in sorted(poly.symbols() - set(loops)):
-            guards.append(Guard(f"(kf_index)({name}) >= 0", f"'{name}' is not negative"))
-        limit = (1 << bits) - 1
-        guards.append(Guard(f"{corner.to_c(cast='unsigned long long')} <= {limit}ull",
-                            f"unsigned {bits}-bit index {poly.pretty()} does not wrap"))
-    return guards
-
-
-def _scalar_alias_guards(ev: Evaluator, facts: FunctionFacts, scope: Scope, c: Access,
-                         ranges: dict, dtype: DType) -> list[Guard]:
-    """alpha and beta are read once by the rewrite but at every step by the original: a store to C
-    must not be able to change them.  Only globals, statics and address-taken variables of C's
-    element type can be aliased."""
-    guards = []
-    c_op, ldc, _, m, n = ranges["C"]
-    for name in sorted(ev.scalar_params):
-        member = "." in name or "->" in name or name.startswith("(*")
-        decl = scope.lookup(name) if not member else None
-        if not member:
-            t = scope.type_of(name)
-            if decl is None or not isinstance(t, Scalar) or t.kind != "float":
-                continue
-            storage = decl.storage or []
-            if not (scope.is_global(decl) or "static" in storage or "extern" in storage
-                    or name in facts.address_taken):
-                continue
-        size = f"(kf_index)sizeof({dtype.ctype})"
-        guards.append(Guard(
-            f"kf_disjoint({c_op.base}, {size} * ({_extent(ldc, Poly.const(1), m, n)}), "
-            f"&({name}), (kf_index)sizeof({name}))",
-            f"{c.array} does not overlap '{name}'"))
-    return guards
-
-
-def _extent(rs: Poly, cs: Poly, rows: str, cols: str) -> str:
-    """Number of elements from the first to one past the last element of a strided view."""
-    return f"(({rows}) - 1) * {rs.to_c()} + (({cols}) - 1) * {cs.to_c()} + 1"
 
 
 def _scalar_c(poly: Poly, dtype: DType) -> str:

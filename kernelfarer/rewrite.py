@@ -12,7 +12,7 @@ from kernelfarer.plan import KernelPlan, make_dispatch_plan, make_plan
 from kernelfarer.scan import tokenize
 from kernelfarer.spec import CInit, GemmSpec
 from kernelfarer.toolchain import clang_path
-from kernelfarer.unit import Candidate, find_candidates
+from kernelfarer.unit import find_candidates
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,265 @@
+"""Symbolic evaluation of a nest's statements, per element of the result.
+
+Every value is a linear form over a few basis quantities (C's old value ``c0``, the k sum ``s``,
+products of two matrix elements ``ab``, matrix reads ``r<n>``, the old value of a slot ``x:<slot>``)
+with coefficients that are polynomials over nest-invariant scalars.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pycparser import c_ast, c_generator
+
+from kernelfarer import ctype
+from kernelfarer.access import Access, flatten_access
+from kernelfarer.affine import IndexConverter, NotAffine, Poly, is_deref, symbol_text
+from kernelfarer.ctype import Scalar, Scope
+from kernelfarer.nest import NotGemm
+from kernelfarer.targets import DType
+
+_GEN = c_generator.CGenerator()
+
+
+Lin = dict  # basis name -> Poly coefficient over scalar symbols
+
+
+def lin_add(a: Lin, b: Lin, sign: int = 1) -> Lin:
+    out = dict(a)
+    for key, coef in b.items():
+        out[key] = out.get(key, Poly.const(0)) + (coef if sign > 0 else -coef)
+        if out[key].is_zero():
+            del out[key]
+    return out
+
+
+def lin_scale(a: Lin, s: Poly) -> Lin:
+    return {k: c * s for k, c in a.items() if not (c * s).is_zero()}
+
+
+@dataclass
+class Evaluator:
+    """Evaluates statements of one nest level over a symbolic state."""
+
+    scope: Scope
+    conv: IndexConverter
+    dtype: DType | None = None
+    c_access: Access | None = None
+    reads: list[Access] = field(default_factory=list)       # matrix reads, by basis number
+    products: set[tuple[int, int]] = field(default_factory=set)
+    locals_: set[str] = field(default_factory=set)          # scalars declared inside the nest
+    scalars_written: set[str] = field(default_factory=set)
+    scalar_params: set[str] = field(default_factory=set)
+    aliases: dict = field(default_factory=dict)              # row pointers: name -> address
+    narrow: set = field(default_factory=set)                 # int8 operands of an int32 GEMM
+
+    def value(self, node: c_ast.Node, state: dict) -> Lin:
+        if isinstance(node, c_ast.Constant):
+            return self._constant(node)
+        if isinstance(node, c_ast.ID):
+            if node.name in state:
+                v = state[node.name]
+                if v is None:
+                    raise NotGemm(f"'{node.name}' is read before it is set in each iteration")
+                return v
+            return self._scalar_param(node)
+        if isinstance(node, c_ast.StructRef):
+            return self._scalar_param(node)
+        if isinstance(node, c_ast.ArrayRef):
+            acc = flatten_access(node, self.scope, self.conv, self.aliases)
+            if self.c_access is not None and acc.array == self.c_access.array:
+                if acc.index != self.c_access.index:
+                    raise NotGemm(f"'{acc.array}' is both stored to and read at another element "
+                                  "(in-place update)")
+                return state["<C>"]
+            self._check_elem(acc)
+            self.reads.append(acc)
+            return {f"r{len(self.reads) - 1}": Poly.const(1)}
+        if is_deref(node):
+            return self._scalar_param(node)
+        if isinstance(node, c_ast.UnaryOp):
+            if node.op == "-":
+                return lin_scale(self.value(node.expr, state), Poly.const(-1))
+            if node.op == "+":
+                return self.value(node.expr, state)
+            raise NotGemm(f"operator '{node.op}' in the loop body")
+        if isinstance(node, c_ast.Cast):
+            target = ctype.resolve(node.to_type, self.scope.typedefs)
+            if not (isinstance(target, Scalar) and self.dtype
+                    and self.dtype.is_result(target.kind, target.bits, target.signed)):
+                raise NotGemm(f"conversion to '{_GEN.visit(node.to_type)}' in the loop body")
+            return self.value(node.expr, state)
+        if isinstance(node, c_ast.BinaryOp):
+            if node.op in ("+", "-"):
+                return lin_add(self.value(node.left, state), self.value(node.right, state),
+                                1 if node.op == "+" else -1)
+            if node.op == "*":
+                return self._multiply(self.value(node.left, state), self.value(node.right, state))
+            raise NotGemm(f"operator '{node.op}' in the loop body (not a (x, +) computation)")
+        if isinstance(node, c_ast.FuncCall):
+            name = _GEN.visit(node.name)
+            raise NotGemm(f"call to '{name}' in the loop body")
+        if isinstance(node, c_ast.TernaryOp):
+            raise NotGemm("conditional expression in the loop body")
+        raise NotGemm(f"unsupported expression '{_GEN.visit(node)}' in the loop body")
+
+    def _constant(self, node: c_ast.Constant) -> Lin:
+        if node.type in ("float", "double"):
+            text = node.value.lower().rstrip("fl")
+            try:
+                if float(text) == 0.0:
+                    return {}
+            except ValueError:
+                pass
+            is_float = node.value.lower().endswith("f")
+            if self.dtype and self.dtype.kind == "int":
+                raise NotGemm(f"floating-point constant {node.value} in an integer GEMM")
+            if self.dtype is DType.F32 and not is_float:
+                raise NotGemm(f"double constant {node.value} in a float computation "
+                              "(mixed precision)")
+            return {"one": Poly.symbol(node.value)}
+        if node.type == "char" or node.type == "string":
+            raise NotGemm(f"constant {node.value} in the loop body")
+        value, _ = _int_value(node)
+        return {"one": Poly.const(value)} if value else {}
+
+    def _scalar_param(self, node: c_ast.Node) -> Lin:
+        try:
+            name = symbol_text(node)
+        except NotAffine:
+            raise NotGemm(f"unsupported expression '{_GEN.visit(node)}' in the loop body") from None
+        t = self.scope.type_of_expr(node)
+        if t is None:
+            raise NotGemm(f"'{name}' is not declared")
+        if not isinstance(t, Scalar):
+            raise NotGemm(f"'{name}' is not a scalar")
+        if t.volatile:
+            raise NotGemm(f"'{name}' is volatile")
+        if self.dtype and t.kind == "float" and (self.dtype.kind == "int"
+                                                  or t.bits > self.dtype.size * 8):
+            raise NotGemm(f"'{name}' is {t.spelling} in a {self.dtype.ctype} computation "
+                          "(mixed precision)")
+        if self.dtype and t.kind == "int" and self.dtype.kind == "int" and (
+                t.bits > self.dtype.size * 8 or not t.signed):
+            raise NotGemm(f"'{name}' is {t.spelling} in a {self.dtype.ctype} computation")
+        self.scalar_params.add(name)
+        return {"one": Poly.symbol(name)}
+
+    def _multiply(self, a: Lin, b: Lin) -> Lin:
+        if not a or not b:
+            return {}
+        if set(a) == {"one"}:
+            return lin_scale(b, a["one"])
+        if set(b) == {"one"}:
+            return lin_scale(a, b["one"])
+        if len(a) == 1 and len(b) == 1:
+            (ka, ca), = a.items()
+            (kb, cb), = b.items()
+            if ka.startswith("r") and kb.startswith("r"):
+                self.products.add((int(ka[1:]), int(kb[1:])))
+                return {"ab": ca * cb}
+        raise NotGemm("the loop body is not a sum of products of two matrix elements")
+
+    def _check_elem(self, acc: Access) -> None:
+        if self.dtype is None:
+            return
+        e = acc.elem
+        if self.dtype.is_operand(e.kind, e.bits, e.signed):
+            return
+        if self.dtype is DType.I32 and e.spelling == "signed char":
+            self.narrow.add(acc.array)          # int8 operands summed in int32
+            return
+        raise NotGemm(f"'{acc.array}' holds {e.spelling}, the result holds {self.dtype.ctype} "
+                      "(mixed types)")
+
+    # -- statements ------------------------------------------------------------------------------
+
+    def run(self, statements: tuple[c_ast.Node, ...], state: dict) -> None:
+        for stmt in statements:
+            if isinstance(stmt, c_ast.Decl) and isinstance(stmt.type, c_ast.PtrDecl):
+                self.alias(stmt)
+                continue
+            if isinstance(stmt, c_ast.Decl):
+                t = ctype.resolve(stmt.type, self.scope.typedefs)
+                if not isinstance(t, Scalar) or t.kind != self._kind():
+                    raise NotGemm(f"declaration of '{stmt.name}' in the loop body is not a "
+                                  "floating-point scalar")
+                self._check_scalar_type(stmt.name, t)
+                self.scope.declare(stmt)
+                self.locals_.add(stmt.name)
+                state[stmt.name] = None if stmt.init is None else self.value(stmt.init, state)
+                continue
+            if not isinstance(stmt, c_ast.Assignment):
+                raise NotGemm(f"statement '{_first_line(stmt)}' in the loop nest is not an "
+                              "assignment")
+            if stmt.op not in ("=", "+=", "-=", "*="):
+                raise NotGemm(f"assignment operator '{stmt.op}' in the loop nest")
+            slot = self._target(stmt.lvalue, state)
+            rhs = self.value(stmt.rvalue, state)
+            if stmt.op != "=":
+                old = state.get(slot)
+                if old is None:
+                    raise NotGemm(f"'{_GEN.visit(stmt.lvalue)}' is read before it is set")
+                if stmt.op == "+=":
+                    rhs = lin_add(old, rhs)
+                elif stmt.op == "-=":
+                    rhs = lin_add(old, rhs, -1)
+                else:
+                    rhs = self._multiply(old, rhs)
+            state[slot] = rhs
+
+    def alias(self, decl: c_ast.Decl) -> None:
+        """A pointer declared inside the nest: an alias of an address inside an array."""
+        t = ctype.resolve(decl.type, self.scope.typedefs)
+        if ctype.is_volatile(t):
+            raise NotGemm(f"'{decl.name}' is volatile")
+        if decl.init is None:
+            raise NotGemm(f"pointer '{decl.name}' is declared without a value in the nest")
+        self.scope.declare(decl)
+        self.locals_.add(decl.name)
+        self.aliases[decl.name] = decl.init
+
+    def _target(self, lvalue: c_ast.Node, state: dict) -> str:
+        if isinstance(lvalue, c_ast.ID):
+            t = self.scope.type_of(lvalue.name)
+            if not isinstance(t, Scalar) or t.kind != self._kind():
+                raise NotGemm(f"'{lvalue.name}' is assigned in the loop nest and is not a "
+                              f"scalar of the GEMM's type")
+            self._check_scalar_type(lvalue.name, t)
+            self.scalars_written.add(lvalue.name)
+            state.setdefault(lvalue.name, None)
+            return lvalue.name
+        if isinstance(lvalue, c_ast.ArrayRef):
+            acc = flatten_access(lvalue, self.scope, self.conv, self.aliases)
+            if self.c_access is None:
+                raise NotGemm("store to an array that is not the result")
+            if acc.key != self.c_access.key:
+                raise NotGemm(f"stores to more than one element ('{_GEN.visit(lvalue)}' and the "
+                              "result)")
+            return "<C>"
+        raise NotGemm(f"store through '{_GEN.visit(lvalue)}'")
+
+    def _kind(self) -> str:
+        return self.dtype.kind if self.dtype else "float"
+
+    def _check_scalar_type(self, name: str, t: Scalar) -> None:
+        if t.volatile:
+            raise NotGemm(f"'{name}' is volatile")
+        if self.dtype is not None and not (self.dtype.is_result(t.kind, t.bits, t.signed)
+                                           or self.dtype.is_operand(t.kind, t.bits, t.signed)
+                                           or t.spelling == "signed char" and self.dtype is DType.I32):
+            raise NotGemm(f"accumulator '{name}' is {t.spelling}, C holds {self.dtype.ctype} "
+                          "(mixed precision)")
+
+
+def _int_value(node: c_ast.Constant) -> tuple[int, Scalar]:
+    from kernelfarer.affine import int_constant
+    return int_constant(node)
+
+
+def _first_line(node: c_ast.Node) -> str:
+    return _GEN.visit(node).strip().splitlines()[0][:60]
+
+
+# -- the recognizer -------------------------------------------------------------------------------
+

@@ -1,0 +1,147 @@
+"""Run-time guards of a rewrite: the conditions under which the fast path computes exactly what
+the original nest does (sizes, strides, overlap, no wrap-around, evenly spaced row tables).  When
+one fails at run time, the original nest runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kernelfarer.access import Access
+from kernelfarer.affine import IndexConverter, Poly
+from kernelfarer.ctype import Scalar, Scope
+from kernelfarer.evaluate import Evaluator
+from kernelfarer.nest import LoopNest, NotGemm
+from kernelfarer.spec import SIZE_NAMES, Guard
+from kernelfarer.targets import DType
+
+
+@dataclass(frozen=True)
+class FunctionFacts:
+    """What the recognizer needs to know about the function around a nest."""
+
+    name: str
+    assigned: frozenset[str]             # identifiers assigned or incremented
+    address_taken: frozenset[str]        # identifiers whose address is taken (&x)
+    references: dict                     # identifier -> list of (ID node id, harmless?)
+
+
+
+def simplify_guards(guards: list[Guard], size_exprs: dict, order: tuple) -> list[Guard]:
+    """Drop duplicates and the size checks that hold at compile time."""
+    constant_positive = {name for name, v in zip(SIZE_NAMES, order)
+                         if size_exprs[v].isdigit() and int(size_exprs[v]) > 0}
+    out: list[Guard] = []
+    for guard in guards:
+        if guard.expr in {f"{name} > 0" for name in constant_positive}:
+            continue
+        if guard.expr not in {g.expr for g in out}:
+            out.append(guard)
+    return out
+
+
+def bound_guards(nest: LoopNest) -> list[Guard]:
+    guards = []
+    for lp in nest.loops:
+        if not lp.compare_type.signed and lp.var_type.signed:
+            value = lp.lower.const_value()
+            if value is None:
+                guards.append(Guard(f"{lp.lower.to_c()} >= 0",
+                                    f"'{lp.var}' starts non-negative (unsigned comparison)"))
+            elif value < 0:
+                raise NotGemm(f"loop '{lp.var}' starts below 0 but is compared as unsigned")
+    return guards
+
+
+def alias_guards(c: Access, operands: list[Access], ranges: dict, dtype: DType) -> list[Guard]:
+    guards = []
+    c_op, ldc, _, m, n = ranges["C"]
+    for role, acc in zip("AB", operands):
+        if acc.array == c.array:
+            continue   # same array with constant strides: isl proved the accesses disjoint
+        if (c.is_object and acc.is_object) or c.restrict or acc.restrict:
+            continue
+        op, rs, cs, rows, cols = ranges[role]
+        size = f"(kf_index)sizeof({dtype.ctype})"
+        guards.append(Guard(
+            f"kf_disjoint({c_op.base}, {size} * ({extent(ldc, Poly.const(1), m, n)}), "
+            f"{op.base}, {size} * ({extent(rs, cs, rows, cols)}))",
+            f"{c.array} does not overlap {acc.array}"))
+    return guards
+
+
+def row_tables(accesses: list[Access], iterators: list[str], sizes: dict):
+    """Row-pointer operands and the loop that walks their rows (its row subscript must be that
+    loop's variable plus a constant)."""
+    seen = set()
+    for acc in accesses:
+        if acc.row_table is None or acc.array in seen:
+            continue
+        seen.add(acc.array)
+        coeffs, _ = acc.row_table[0].split(iterators)
+        if len(coeffs) != 1 or next(iter(coeffs.values())) != Poly.const(1):
+            raise NotGemm(f"the row subscript of '{acc.array}' is not a loop variable plus a "
+                          "constant")
+        (var, _), = coeffs.items()
+        yield acc, (var, sizes[var])
+
+
+def wrap_guards(conv: IndexConverter, loops: dict, scope: Scope) -> list[Guard]:
+    """Unsigned 32-bit index arithmetic must not wrap: every such sum or product, whose terms are
+    all non-negative, is largest at the last iteration; check that value at run time."""
+    guards = []
+    checks = list(dict.fromkeys(conv.wrap_checks))
+    # A check implied by a larger one (same terms plus non-negative ones) is dropped.
+    checks = [(p, b) for p, b in checks
+              if not any(q != p and all(c >= 0 for _, c in (q - p).terms) for q, _ in checks)]
+    for poly, bits in checks:
+        if any(c < 0 for _, c in poly.terms):
+            raise NotGemm("unsigned index arithmetic with a negative term may wrap around")
+        corner = poly
+        for var, lp in loops.items():
+            if var not in poly.symbols():
+                continue
+            low = lp.lower.const_value()
+            if low is None or low < 0:
+                raise NotGemm(f"unsigned index arithmetic on '{var}', which may start below 0")
+            corner = corner.substitute(var, lp.upper - Poly.const(1))
+        # With every value non-negative the sum is largest at the last iteration.  The check is
+        # computed modulo 2**64, exact for values that fit.
+        for name in sorted(poly.symbols() - set(loops)):
+            guards.append(Guard(f"(kf_index)({name}) >= 0", f"'{name}' is not negative"))
+        limit = (1 << bits) - 1
+        guards.append(Guard(f"{corner.to_c(cast='unsigned long long')} <= {limit}ull",
+                            f"unsigned {bits}-bit index {poly.pretty()} does not wrap"))
+    return guards
+
+
+def scalar_alias_guards(ev: Evaluator, facts: FunctionFacts, scope: Scope, c: Access,
+                         ranges: dict, dtype: DType) -> list[Guard]:
+    """alpha and beta are read once by the rewrite but at every step by the original: a store to C
+    must not be able to change them.  Only globals, statics and address-taken variables of C's
+    element type can be aliased."""
+    guards = []
+    c_op, ldc, _, m, n = ranges["C"]
+    for name in sorted(ev.scalar_params):
+        member = "." in name or "->" in name or name.startswith("(*")
+        decl = scope.lookup(name) if not member else None
+        if not member:
+            t = scope.type_of(name)
+            if decl is None or not isinstance(t, Scalar) or t.kind != "float":
+                continue
+            storage = decl.storage or []
+            if not (scope.is_global(decl) or "static" in storage or "extern" in storage
+                    or name in facts.address_taken):
+                continue
+        size = f"(kf_index)sizeof({dtype.ctype})"
+        guards.append(Guard(
+            f"kf_disjoint({c_op.base}, {size} * ({extent(ldc, Poly.const(1), m, n)}), "
+            f"&({name}), (kf_index)sizeof({name}))",
+            f"{c.array} does not overlap '{name}'"))
+    return guards
+
+
+def extent(rs: Poly, cs: Poly, rows: str, cols: str) -> str:
+    """Number of elements from the first to one past the last element of a strided view."""
+    return f"(({rows}) - 1) * {rs.to_c()} + (({cols}) - 1) * {cs.to_c()} + 1"
+
+
