@@ -105,7 +105,7 @@ def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case
     overwrites = False
     if form in ("accumulate", "alpha", "minus"):
         op = "-=" if form == "minus" else "+="
-        scale = f"alpha * " if form == "alpha" else ""
+        scale = "alpha * " if form == "alpha" else ""
         stmt = f"{body_ind}{c} {op} {scale}{product};\n"
         if miss == "two-stores":
             stmt = f"{body_ind}{{ {c} += {product}; {ref('C', i, '0')} += 1; }}\n"

@@ -7,7 +7,6 @@ runs a few hundred cases; `make fuzz` (the `slow` marker) runs thousands.
 
 from __future__ import annotations
 
-import os
 import random
 import subprocess
 
@@ -16,7 +15,6 @@ import numpy as np
 import pytest
 
 from kernelfarer import targets
-from kernelfarer.plan import make_plan
 from kernelfarer.rewrite import RewriteOptions, rewrite_file
 from kernelfarer.targets import DType
 
