@@ -57,7 +57,7 @@ def pure_functions(ast: c_ast.FileAST) -> frozenset[str]:
                 params = {p.name for p in (getattr(func.decl.type.args, "params", None) or [])
                           if isinstance(p, c_ast.Decl)}
                 try:
-                    _check_pure(items[0].expr, found, allowed_names=params, reads=[])
+                    check_pure(items[0].expr, found, allowed_names=params, reads=[])
                 except NotGemm:
                     continue
                 found.add(name)
@@ -65,7 +65,7 @@ def pure_functions(ast: c_ast.FileAST) -> frozenset[str]:
     return frozenset(found)
 
 
-def _check_pure(node: c_ast.Node, functions: frozenset[str] | set[str], *,
+def check_pure(node: c_ast.Node, functions: frozenset[str] | set[str], *,
                 allowed_names: set[str] | None = None, reads: list) -> None:
     """Raise NotGemm unless `node` is free of side effects.  Collects array reads."""
     if isinstance(node, (c_ast.Constant,)):
@@ -79,12 +79,12 @@ def _check_pure(node: c_ast.Node, functions: frozenset[str] | set[str], *,
         if name not in functions:
             raise NotGemm(f"call to '{name}', which may have side effects")
         for arg in (node.args.exprs if node.args else []):
-            _check_pure(arg, functions, allowed_names=allowed_names, reads=reads)
+            check_pure(arg, functions, allowed_names=allowed_names, reads=reads)
         return
     if isinstance(node, c_ast.ArrayRef):
         base = node
         while isinstance(base, c_ast.ArrayRef):
-            _check_pure(base.subscript, functions, allowed_names=allowed_names, reads=reads)
+            check_pure(base.subscript, functions, allowed_names=allowed_names, reads=reads)
             base = base.name
         if not isinstance(base, (c_ast.ID, c_ast.StructRef)):
             raise NotGemm(f"read through '{_GEN.visit(base)}'")
@@ -93,15 +93,15 @@ def _check_pure(node: c_ast.Node, functions: frozenset[str] | set[str], *,
     if isinstance(node, c_ast.UnaryOp):
         if node.op in ("++", "--", "p++", "p--", "&", "sizeof"):
             raise NotGemm(f"operator '{node.op}' in an epilogue")
-        _check_pure(node.expr, functions, allowed_names=allowed_names, reads=reads)
+        check_pure(node.expr, functions, allowed_names=allowed_names, reads=reads)
         return
     if isinstance(node, c_ast.StructRef):
-        _check_pure(node.name, functions, allowed_names=allowed_names, reads=reads)
+        check_pure(node.name, functions, allowed_names=allowed_names, reads=reads)
         return
     if isinstance(node, (c_ast.BinaryOp, c_ast.TernaryOp, c_ast.Cast)):
         for _, child in node.children():
             if not isinstance(child, c_ast.Typename):
-                _check_pure(child, functions, allowed_names=allowed_names, reads=reads)
+                check_pure(child, functions, allowed_names=allowed_names, reads=reads)
         return
     raise NotGemm(f"'{_GEN.visit(node)}' in an epilogue")
 
@@ -136,7 +136,7 @@ def epilogue_form(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef,
                           "accumulator's seed")
         if seed_stmt is not None:
             raise NotGemm("the accumulator is seeded twice")
-        _check_pure(value, functions, reads=reads)
+        check_pure(value, functions, reads=reads)
         if _mentions(value, cell) or _mentions(value, wanted):
             raise NotGemm("the accumulator's seed reads C or itself")
         seed_stmt = stmt
@@ -149,7 +149,7 @@ def epilogue_form(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef,
         if not isinstance(stmt, c_ast.Assignment) or stmt.op != "=":
             raise NotGemm(f"statement '{_GEN.visit(stmt)}' after the k loop is not a plain "
                           "assignment")
-        _check_pure(stmt.rvalue, functions, reads=reads)
+        check_pure(stmt.rvalue, functions, reads=reads)
         if _mentions(stmt.rvalue, cell) and not written_c:
             raise NotGemm("the epilogue reads C's old value")
         target = _GEN.visit(stmt.lvalue)

@@ -52,6 +52,14 @@ def bound_guards(nest: LoopNest) -> list[Guard]:
     return guards
 
 
+def disjoint(x_name: str, x_base: str, x_elems: str, y_name: str, y_base: str, y_elems: str,
+             size: str, y_size: str | None = None) -> Guard:
+    """The byte ranges of two views (first element, number of elements of `size` (`y_size`)
+    bytes up to one past the last) do not overlap."""
+    return Guard(f"kf_disjoint({x_base}, {size} * ({x_elems}), {y_base}, "
+                 f"{y_size or size} * ({y_elems}))", f"{x_name} does not overlap {y_name}")
+
+
 def alias_guards(c: Access, operands: list[Access], ranges: dict, dtype: DType) -> list[Guard]:
     guards = []
     c_op, ldc, _, m, n = ranges["C"]
@@ -61,11 +69,9 @@ def alias_guards(c: Access, operands: list[Access], ranges: dict, dtype: DType) 
         if (c.is_object and acc.is_object) or c.restrict or acc.restrict:
             continue
         op, rs, cs, rows, cols = ranges[role]
-        size = f"(kf_index)sizeof({dtype.ctype})"
-        guards.append(Guard(
-            f"kf_disjoint({c_op.base}, {size} * ({extent(ldc, Poly.const(1), m, n)}), "
-            f"{op.base}, {size} * ({extent(rs, cs, rows, cols)}))",
-            f"{c.array} does not overlap {acc.array}"))
+        guards.append(disjoint(c.array, c_op.base, extent(ldc, Poly.const(1), m, n),
+                               acc.array, op.base, extent(rs, cs, rows, cols),
+                               f"(kf_index)sizeof({dtype.ctype})"))
     return guards
 
 

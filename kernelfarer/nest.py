@@ -42,6 +42,7 @@ class LoopNest:
     post: tuple[c_ast.Node, ...]          # statements after the innermost loop
     hoisted: tuple[c_ast.Node, ...] = ()  # set-up statements at the top of loop 1's body
     side: tuple[c_ast.Assignment, ...] = ()  # integer bound assignments (hoisted or in pre)
+    around: tuple[tuple, tuple] = ((), ())   # other statements of loop 1's body, before / after
 
     @property
     def perfect(self) -> bool:
@@ -123,6 +124,17 @@ def hoisted_pointers(outer: c_ast.For) -> tuple[list[c_ast.Node], c_ast.Node | N
     return [], None
 
 
+def around_statements(outer: c_ast.For) -> tuple[list, c_ast.For | None, list]:
+    """Statements before and after the one loop in the outer loop's body (`for i { s1; for j
+    ...; s2; }`): the GEMM may be nested in other code; whether that code is independent of it is
+    decided in fission.py."""
+    items = _statements(outer.stmt)
+    fors = [i for i, s in enumerate(items) if isinstance(s, c_ast.For)]
+    if len(fors) != 1 or len(items) == 1:
+        return [], None, []
+    return items[:fors[0]], items[fors[0]], items[fors[0] + 1:]
+
+
 def split_nest(outer: c_ast.For) -> tuple[list[c_ast.For], list, list, list]:
     """The three loops and the pre/body/post statements, or NotGemm."""
     second = _single_for(outer.stmt)
@@ -132,6 +144,8 @@ def split_nest(outer: c_ast.For) -> tuple[list[c_ast.For], list, list, list]:
         sequence = _split_sequence(outer)
         if sequence is not None:
             return sequence
+        second = around_statements(outer)[1]
+    if second is None:
         raise NotGemm("not a 3-deep loop nest: the outer loop's body is not a single loop")
     third = _single_for(second.stmt)
     if third is not None:
@@ -241,6 +255,10 @@ def _loop_step(node: c_ast.For, var: str) -> None:
 def parse_nest(outer: c_ast.For, scope: Scope) -> LoopNest:
     fors, pre, body, post = split_nest(outer)
     hoisted = tuple(hoisted_pointers(outer)[0])
+    around: tuple = ((), ())
+    if not hoisted and _single_for(outer.stmt) is None and _split_sequence(outer) is None:
+        before, _, after = around_statements(outer)
+        around = (tuple(before), tuple(after))
     side = [s for s in hoisted if is_side_assignment(s)]
     pre_side = [s for s in pre if is_side_assignment(s) and _names_integer(s, scope)]
     pre = [s for s in pre if not any(s is side_stmt for side_stmt in pre_side)]
@@ -264,7 +282,7 @@ def parse_nest(outer: c_ast.For, scope: Scope) -> LoopNest:
             raise NotGemm(f"loop variable '{name}' is assigned in the nest")
     return LoopNest(loops=tuple(loops), pre=tuple(pre), body=tuple(body), post=tuple(post),
                     hoisted=tuple(s for s in hoisted if not is_side_assignment(s)),
-                    side=tuple(side))
+                    side=tuple(side), around=around)
 
 
 def _names_integer(assignment: c_ast.Assignment, scope: Scope) -> bool:

@@ -21,8 +21,10 @@ from kernelfarer.ctype import Scalar, Scope
 from kernelfarer.diagnostics import SourceLocation
 from kernelfarer.epilogue import epilogue_form
 from kernelfarer.evaluate import Evaluator, Lin, lin_add
-from kernelfarer.guards import (FunctionFacts, alias_guards, bound_guards, row_tables,
-                                scalar_alias_guards, simplify_guards, wrap_guards)
+from kernelfarer.epilogue import PURE_FUNCTIONS
+from kernelfarer.fission import around_form
+from kernelfarer.guards import (FunctionFacts, alias_guards, bound_guards, disjoint, extent,
+                                row_tables, scalar_alias_guards, simplify_guards, wrap_guards)
 from kernelfarer.model import AccessModel, StatementModel, build_model
 from kernelfarer.nest import LoopNest, NotGemm, parse_nest
 from kernelfarer.spec import SIZE_NAMES, CInit, GemmSpec, Guard, Operand
@@ -180,6 +182,12 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
                 elif stride.const_value() < 0:
                     raise NotGemm(f"the epilogue reads '{acc.array}' with a negative stride")
 
+    around = around_form(nest, functions=functions or PURE_FUNCTIONS)
+    if around is not None:
+        guards += _around_guards(nest, ev, around, scope, iterators, sizes, starts, dtype,
+                                 {"A": (a_acc, ranges["A"]), "B": (b_acc, ranges["B"]),
+                                  "C": (c_access, ranges["C"])})
+
     order = "".join(v if len(v) == 1 else f"[{v}]" for v in iterators)
     shape = " ".join(f"{name}={loops[v].upper - loops[v].lower}"
                      for name, v in zip("MNK", (m_var, n_var, k_var)))
@@ -190,10 +198,56 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         alpha=_scalar_c(alpha, dtype), beta=_scalar_c(beta, dtype) if init is CInit.SCALE else
         ("1" if init is CInit.ACCUMULATE else "0"),
         init=init, guards=tuple(guards), location=location, loop_order=order, shape=shape,
-        finals=_final_values(nest), epilogue=epi, setup=tuple(setup),
+        finals=_final_values(nest), epilogue=epi, setup=tuple(setup), around=around,
         description=_describe(c_access, first, second, init) + (
-            " then an element-wise epilogue" if epi is not None else ""),
+            " then an element-wise epilogue" if epi is not None else "") + (
+            " (nested in other code, run apart)" if around is not None else ""),
     )
+
+
+def _around_guards(nest: LoopNest, ev: Evaluator, around, scope: Scope, iterators: list[str],
+                   sizes: dict, starts: dict, dtype: DType, operands: dict) -> list[Guard]:
+    """Checks that the statements next to the GEMM (fission.py) are independent of it."""
+    outer = iterators[0]
+    gemm_nodes = [*nest.pre, *nest.body, *nest.post, *nest.hoisted]
+    for lp in nest.loops[1:]:
+        gemm_nodes += [n for n in (lp.node.init, lp.node.cond, lp.node.next) if n is not None]
+    used = set().union(*(_names_in(n) for n in gemm_nodes)) | ev.scalar_params | ev.conv.params
+    clash = around.names_written & (used | set(iterators[1:]))
+    if clash:
+        raise NotGemm(f"the code around the GEMM changes '{sorted(clash)[0]}', which it uses")
+    read = set().union(*(_names_in(n) for n in (*nest.around[0], *nest.around[1])))
+    clash = read & (set(iterators[1:]) | ev.scalars_written)
+    if clash:
+        raise NotGemm(f"the code around the GEMM reads '{sorted(clash)[0]}', which the GEMM sets")
+    conv = IndexConverter(scope, [outer])
+    guards = []
+    for nodes, against, what in ((around.writes, "ABC", "stores to"), (around.reads, "C", "reads")):
+        for node in nodes:
+            acc = flatten_access(node, scope, conv, ev.aliases)
+            for role in against:
+                if acc.array == operands[role][0].array:
+                    raise NotGemm(f"the code around the GEMM {what} '{acc.array}'")
+            coeffs, rest = acc.index.split([outer])
+            stride = coeffs.get(outer, Poly.const(0))
+            if stride.const_value() is not None and stride.const_value() < 0:
+                raise NotGemm(f"the code around the GEMM walks '{acc.array}' backwards")
+            if stride.const_value() is None:
+                guards.append(Guard(f"{stride.to_c()} >= 0", f"{acc.array} stride is not negative"))
+            origin = rest + stride * starts[outer]
+            own_size = f"(kf_index)sizeof({acc.elem.spelling})"
+            if acc.row_table is not None:
+                raise NotGemm(f"the code around the GEMM uses the row table '{acc.array}'")
+            base = f"((const {acc.elem.spelling} *)({acc.array}) + {origin.to_c()})"
+            elems = f"(({sizes[outer]}) - 1) * {stride.to_c()} + 1"
+            for role in against:
+                other, (op, rs, cs, rows, cols) = operands[role]
+                if acc.is_object and other.is_object:
+                    continue
+                other_size = f"(kf_index)sizeof({dtype.ctype if role == 'C' else dtype.in_ctype})"
+                guards.append(disjoint(acc.array, base, elems, other.array, op.base,
+                                       extent(rs, cs, rows, cols), own_size, other_size))
+    return guards
 
 
 def _find_store(nest: LoopNest, scope: Scope, conv: IndexConverter, aliases: dict) -> Access:

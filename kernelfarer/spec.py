@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from kernelfarer.diagnostics import SourceLocation
 from kernelfarer.epilogue import Epilogue
+from kernelfarer.fission import Around
 from kernelfarer.targets import DType
 
 
@@ -70,3 +71,4 @@ class GemmSpec:
                                     # bound temporaries get the values the original leaves
     epilogue: "Epilogue | None" = None  # element-wise code applied to the GEMM's result
     setup: tuple[str, ...] = ()     # C declarations the guards and the call need (row strides)
+    around: "Around | None" = None  # independent code of the outer loop, run after the GEMM

@@ -202,6 +202,22 @@ void run_rows(int n, int m, int p, float *c, float *a, float *b, int shuffle) {
 }
 """
 
+AROUND = """
+void nested(int n, int m, int p, float *C, const float *A, const float *B, float *rowsum,
+            int *count) {
+  for (int i = 0; i < n; i++) {
+    rowsum[i] = 0;
+    for (int j = 0; j < m; j++)
+      for (int k = 0; k < p; k++)
+        C[i*m + j] += A[i*p + k] * B[k*m + j];
+    if (i % 2)
+      count[i] = i * 2;
+    else
+      rowsum[i] += 1.5f;
+  }
+}
+"""
+
 SIZES = [(0, 3, 4), (1, 1, 1), (2, 3, 5), (7, 13, 5), (17, 9, 31), (6, 16, 8), (5, 17, 9),
          (13, 31, 37), (40, 50, 60)]
 
@@ -254,6 +270,11 @@ CASES = {
     "row_tables_shuffled": (ROW_TABLES, "void run_rows(int, int, int, float *, float *, float *, int);",
                             "float", lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, n),
                                                       ("T*", m, k), ("T*", k, n), _int(1)]),
+    "nested_in_other_code": (AROUND, "void nested(int, int, int, float *, const float *, "
+                                     "const float *, float *, int *);", "float",
+                             lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, n),
+                                              ("T*", m, k), ("T*", k, n), ("T*", m, 1),
+                                              ("I32*", m, 1)]),
     "batched": (BATCHED, "void batched(int, int, const float *, const float *, float *);", "float",
                 lambda m, n, k: [_int(3), _int(n), ("T*", 3 * n, n), ("T*", 3 * n, n),
                                  ("T*", 3 * n, n)]),
@@ -299,7 +320,7 @@ def test_spelling_matches_original(name, built):
     loaded = [ffi.dlopen(lib) for lib in libs]
     fns = [getattr(lib, fname) for lib in loaded]
     np_type = {"float": np.float32, "double": np.float64, "int": np.int32, "long": np.int64}[ctype]
-    types = {"T*": (np_type, ctype), "I8*": (np.int8, "int8_t")}
+    types = {"T*": (np_type, ctype), "I8*": (np.int8, "int8_t"), "I32*": (np.int32, "int")}
     rng = random.Random(name)
     calls = 0
     for m, n, k in SIZES:
