@@ -345,7 +345,7 @@ class Job:
         import signal                    # a terminated job still kills its rewriter and cleans up
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
         timeout = float(os.environ.get("KERNELFARER_TIMEOUT") or DEFAULT_TIMEOUT)
-        target = os.environ.get("KERNELFARER_TARGET") or default_build_target()
+        target = os.environ.get("KERNELFARER_TARGET") or default_build_target(cmd.cppflags)
         outcomes = rewrite_sources([s.path for s in todo], tuple(cmd.cppflags), target, timeout)
         chosen = []
         for src, outcome in zip(todo, outcomes):
@@ -472,10 +472,27 @@ class Job:
         return done.returncode if done.returncode >= 0 else 128 - done.returncode
 
 
-def default_build_target() -> str:
-    """The target a build uses unless told otherwise: a dispatching target when one covers this
-    host's ISA (a binary built here must also run, and run fast, on other machines of the same
-    ISA), else the best target for the host."""
+_ARCH_SPELLINGS = {"arm64": "aarch64", "powerpc64le": "ppc64le", "amd64": "x86_64"}
+
+
+def default_build_target(flags: list[str] | tuple[str, ...] = ()) -> str:
+    """The target a build uses unless told otherwise.  A cross compile (`--target=<triple>` for
+    another machine) gets that machine's best registry target; a native build a dispatching target
+    when one covers this host's ISA (a binary built here must also run, and run fast, on other
+    machines of the same ISA), else the best target for the host."""
+    triple = None
+    for i, flag in enumerate(flags):
+        if flag.startswith("--target="):
+            triple = flag.split("=", 1)[1]
+        elif flag == "-target" and i + 1 < len(flags):
+            triple = flags[i + 1]
+    if triple:
+        arch = triple.split("-", 1)[0].lower()
+        arch = _ARCH_SPELLINGS.get(arch, arch)
+        from kernelfarer.hostinfo import machine
+        if arch != machine():
+            same = [t for t in targets.TARGETS.values() if t.arch == arch and not t.dispatch]
+            return max(same, key=lambda t: t.priority).name if same else targets.GENERIC
     for target in targets.TARGETS.values():
         if target.dispatch and targets.host_can_run(target):
             return target.name

@@ -39,6 +39,8 @@ DEFAULT_CACHES = Caches(
 
 @functools.lru_cache(maxsize=None)
 def cpu_flags() -> frozenset[str]:
+    """The CPU's features: /proc/cpuinfo's flags (x86) or Features (Arm); on POWER, whose cpuinfo
+    lists none, the AT_HWCAP2 bits under the names __builtin_cpu_supports uses."""
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
@@ -47,7 +49,34 @@ def cpu_flags() -> frozenset[str]:
         key, _, value = line.partition(":")
         if key.strip() in ("flags", "Features"):
             return frozenset(value.split())
+    if machine().startswith("ppc64"):
+        try:
+            return power_hwcap2_flags(Path("/proc/self/auxv").read_bytes())
+        except OSError:
+            return frozenset()
     return frozenset()
+
+
+_AT_HWCAP2 = 26
+# Linux's PPC_FEATURE2_* bits (arch/powerpc/include/uapi/asm/cputable.h).
+_PPC_HWCAP2 = {"arch_3_00": 0x00800000, "arch_3_1": 0x00040000, "mma": 0x00020000}
+
+
+def power_hwcap2_flags(auxv: bytes) -> frozenset[str]:
+    """POWER feature names from this process's ELF auxiliary vector (native 64-bit entries)."""
+    import struct
+    for offset in range(0, len(auxv) - 15, 16):
+        key, value = struct.unpack_from("=QQ", auxv, offset)
+        if key == _AT_HWCAP2:
+            return frozenset(name for name, bit in _PPC_HWCAP2.items() if value & bit)
+    return frozenset()
+
+
+def machine() -> str:
+    """The host's architecture as `uname -m` spells it on Linux (x86_64, aarch64, ppc64le)."""
+    import platform
+    name = platform.machine().lower()
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(name, name)
 
 
 def _parse_size(text: str) -> int:

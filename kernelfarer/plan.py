@@ -3,7 +3,9 @@
 The plan holds every name, size and list the templates need, so that templates only substitute.
 Cache blocking follows the analytical model of Low et al. ("Analytical Modeling Is Enough for
 High-Performance BLIS"): the B micro-panel (kc x nr) lives in L1 next to streaming A micro-panels,
-the packed A block (mc x kc) in L2, the packed B panel (kc x nc) in L3.
+the packed A block (mc x kc) in L2, the packed B panel (kc x nc) in L3.  The same geometry decides
+where packing stops paying (`direct_policy`): small, short and narrow problems run the target's
+direct kernel on A and B in place, when the target has one.
 """
 
 from __future__ import annotations
@@ -23,6 +25,36 @@ class Blocking:
     mc: int
     kc: int
     nc: int
+
+
+@dataclass(frozen=True)
+class AccTile:
+    """One accumulator register of an outer-product kernel (POWER10 MMA): it sums A register
+    `a` times B vector `b`; its disassembled vectors are rows `rows` of the C tile, columns
+    `col` .. `col` + lanes - 1."""
+
+    index: int
+    a: int
+    b: int
+    rows: tuple[int, ...]
+    col: int
+
+
+@dataclass(frozen=True)
+class DirectPolicy:
+    """When the driver runs the direct kernel instead of packing, and when the direct path copies a
+    B micro-panel instead of reading it in place (see `direct_policy`).  All sizes in elements of
+    the operands, except the L1 geometry in bytes."""
+
+    elems: int          # A and B together fit in L2: m*k + k*n <= elems
+    a_elems: int        # A's kc block fits a quarter of L2: m * min(k, kc) <= a_elems
+    n_max: int          # a few column panels: n <= n_max (A is read only n / nr times)
+    copy_rows: int      # B micro-panels are read in place when at most this many rows use them...
+    band_elems: int     # ... or when B's kc-row band fits half of L2 (kb * n <= band_elems) and
+    l1_bytes: int       # the panel's rows do not crowd few L1 sets: kb * max(2^t, line) <= l1_bytes,
+    l1_line: int        # 2^t the largest power of two dividing B's row stride in bytes (capped at
+    l1_way: int         # one way, l1_way bytes)
+    rows_outer_k: int   # k blocks up to this long walk C by row panels (B read in place)
 
 
 @dataclass(frozen=True)
@@ -49,6 +81,35 @@ class KernelPlan:
     vector_offsets: tuple[int, ...] = ()  # lanes * v for each vector
     columns: tuple[int, ...] = ()       # 0 .. nr-1
     k_unroll: tuple[int, ...] = ()      # 0 .. shape.unroll-1: k steps written out per main-loop trip
+    # Kernels that load a k step of packed A whole (shape.a_width elements per register):
+    a_regs: tuple[int, ...] = ()        # 0 .. mr/a_width-1
+    a_offsets: tuple[int, ...] = ()     # a_width * i for each A register
+    row_reg: tuple[int, ...] = ()       # for each row of C: the A register that holds it
+    row_lane: tuple[int, ...] = ()      # ... and its lane there
+    tiles: tuple[AccTile, ...] = ()     # outer-product kernels: an accumulator per A register x
+                                        # B vector
+    vector_ends: tuple[int, ...] = ()   # lanes * (v + 1) for each vector: columns up to its end
+    # Packing buffers of at most this many elements come from the stack (no malloc per call):
+    stack_elems: int = 0
+    # The direct kernel (shape.direct; templates/kernels/README.md): A and B read in place.
+    direct: bool = False
+    direct_name: str = ""
+    general_driver_name: str = ""       # the driver proper (driver_name when there is no direct
+                                        # kernel; else driver_name is a front that may be inlined)
+    direct_driver_name: str = ""        # the direct path of the driver
+    small_name: str = ""                # the predicate that picks it
+    direct_mr: int = 0                  # rows of its register tile (its columns: nr)
+    direct_heights: tuple[int, ...] = ()    # direct_mr .. 1: a variant of the kernel for each
+    direct_rows_ids: tuple[int, ...] = ()   # 0 .. direct_mr-1
+    # Row r of A is read at row_base[r] + row_scale[r] * (row stride): one pointer per
+    # DIRECT_ROWS_PER_BASE rows (x86 addressing scales the stride by 1 or 2), so the k loop keeps
+    # few pointers in registers.  direct_bases: 0 .. number of pointers - 1; base_rows: the first
+    # row of each.
+    direct_row_base: tuple[int, ...] = ()
+    direct_row_scale: tuple[int, ...] = ()
+    direct_bases: tuple[int, ...] = ()
+    direct_base_rows: tuple[int, ...] = ()
+    direct_policy: DirectPolicy | None = None
 
     @property
     def mc(self) -> int:
@@ -106,10 +167,95 @@ def analytical_blocking(shape: KernelShape, dtype: DType, caches: Caches) -> Blo
     return Blocking(mc=mc, kc=kc, nc=nc)
 
 
+def target_caches(target: Target) -> Caches:
+    """The caches to block for: the host's, unless the target is another machine's and the
+    registry describes a typical one."""
+    from kernelfarer.hostinfo import machine
+    if target.caches is not None and target.arch not in (None, machine()):
+        return target.caches
+    return read_caches()
+
+
+def _a_registers(shape: KernelShape, vector_offsets: tuple[int, ...]) -> dict:
+    if not shape.a_width:
+        return {}
+    a_regs = tuple(range(shape.mr // shape.a_width))
+    tiles = tuple(
+        AccTile(index=i * len(vector_offsets) + v, a=i, b=v,
+                rows=tuple(range(i * shape.a_width, (i + 1) * shape.a_width)), col=col)
+        for i in a_regs for v, col in enumerate(vector_offsets)) if shape.outer_product else ()
+    return dict(a_regs=a_regs, a_offsets=tuple(i * shape.a_width for i in a_regs),
+                row_reg=tuple(r // shape.a_width for r in range(shape.mr)),
+                row_lane=tuple(r % shape.a_width for r in range(shape.mr)),
+                tiles=tiles)
+
+
+DIRECT_PANELS = 4      # n <= DIRECT_PANELS * nr: A is read at most this many times in place
+ROWS_OUTER_K = 16      # k blocks up to this long: tiles bound by C's traffic, walk C by row panels
+
+
+def direct_policy(dtype: DType, caches: Caches, *, nr: int, direct_mr: int) -> DirectPolicy:
+    """Where packing stops paying, from the cache geometry (the paper this product follows measured
+    tiling without packing winning below L2-sized problems).  The direct path reads A in place,
+    k blocked by kc but with no mc block, and B's micro-panels in place or copied one at a time to
+    a stack buffer (the copy is what the packed path does for all of B, without the allocation).
+    It wins when
+
+    - A and B fit in L2 together (measured on Zen 3, 512 KiB L2: up to N = 256 f32 and N = 181 f64,
+      1.03-1.5x the packed path);
+    - A's kc block fits a quarter of L2, like the packed A block it replaces (m <= ~100 f32 at
+      kc = 320, ~64 f64): it stays there while B streams past once (64x2048x64: 1.14x; 96 rows:
+      1.06x; at 204 rows packing won by 2%);
+    - n is a few register tiles wide, so A is read only a few times (1024 x 4 nr x 1024: 1.05-1.1x;
+      at 8 nr the two paths were level, at 12 nr packing won).
+
+    A B micro-panel read in place stays in L1 only if its kb rows do not crowd a few L1 sets: with a
+    row stride of 2^t bytes times an odd number, the rows fall into l1_way / 2^t sets, so the panel
+    behaves like kb * 2^t bytes (4 KiB strides: every row in the same set).  When more than two
+    register tiles reuse a panel and it would crowd L1, or B's kc-row band overflows half of L2, it
+    is copied (f64 N = 128: 1.09x vs 1.02x in place; 64 x 2048 x 64: 0.97x vs 0.54x); otherwise
+    in place (f32 N = 32: 1.43x vs 1.34x copied; GEMV-like 1 x 2048 x 2048: 1.66x vs 1.19x)."""
+    l1, l2, size = caches.l1d, caches.l2, dtype.in_size
+    return DirectPolicy(
+        elems=l2.size // size,
+        a_elems=l2.size // 4 // size,
+        n_max=DIRECT_PANELS * nr,
+        copy_rows=2 * direct_mr,
+        band_elems=l2.size // 2 // size,
+        l1_bytes=l1.size,
+        l1_line=l1.line,
+        l1_way=l1.sets * l1.line,
+        rows_outer_k=ROWS_OUTER_K,
+    )
+
+
+def stack_buffer_elems(dtype: DType, caches: Caches) -> int:
+    """Packing buffers up to the size of L1 come from the stack (no allocation per call); larger
+    problems amortise a malloc."""
+    return caches.l1d.size // dtype.in_size
+
+
+DIRECT_ROWS_PER_BASE = 3
+
+
+def _direct_rows(mr: int) -> dict:
+    bases = tuple(range(-(-mr // DIRECT_ROWS_PER_BASE)))
+    return dict(
+        direct_mr=mr,
+        direct_heights=tuple(range(mr, 0, -1)),
+        direct_rows_ids=tuple(range(mr)),
+        direct_row_base=tuple(r // DIRECT_ROWS_PER_BASE for r in range(mr)),
+        direct_row_scale=tuple(r % DIRECT_ROWS_PER_BASE for r in range(mr)),
+        direct_bases=bases,
+        direct_base_rows=tuple(b * DIRECT_ROWS_PER_BASE for b in bases),
+    )
+
+
 def make_plan(target: Target, dtype: DType, *, caches: Caches | None = None,
               overrides: Mapping[str, int] | None = None) -> KernelPlan:
     shape = target.kernel(dtype)
-    blocking = analytical_blocking(shape, dtype, caches or read_caches())
+    caches = caches or target_caches(target)
+    blocking = analytical_blocking(shape, dtype, caches)
     if overrides:
         blocking = replace(blocking, **{k: v for k, v in overrides.items() if v})
     _check_blocking(blocking, shape)
@@ -117,6 +263,8 @@ def make_plan(target: Target, dtype: DType, *, caches: Caches | None = None,
     base = f"kf_{dtype.letter}gemm_{tag}_{shape.mr}x{shape.nr}"
     attribute = f'__attribute__((target("{target.attribute}")))' if target.attribute else ""
     vectors = tuple(range(shape.nr // shape.lanes))
+    # The direct path copies B micro-panels (kc x nr) it cannot read in place to the stack buffer.
+    direct = shape.direct and blocking.kc * shape.nr <= stack_buffer_elems(dtype, caches)
     return KernelPlan(
         target=target, dtype=dtype, shape=shape, blocking=blocking,
         ctype=dtype.ctype, in_ctype=dtype.in_ctype, mr=shape.mr, nr=shape.nr, lanes=shape.lanes,
@@ -131,6 +279,17 @@ def make_plan(target: Target, dtype: DType, *, caches: Caches | None = None,
         vector_offsets=tuple(v * shape.lanes for v in vectors),
         columns=tuple(range(shape.nr)),
         k_unroll=tuple(range(shape.unroll)),
+        **_a_registers(shape, tuple(v * shape.lanes for v in vectors)),
+        vector_ends=tuple((v + 1) * shape.lanes for v in vectors),
+        stack_elems=stack_buffer_elems(dtype, caches),
+        direct=direct,
+        direct_name=f"{base}_direct" if direct else "",
+        general_driver_name=f"{base}_driver_general" if direct else f"{base}_driver",
+        direct_driver_name=f"{base}_driver_direct" if direct else "",
+        small_name=f"{base}_small" if direct else "",
+        **(_direct_rows(shape.direct_mr or shape.mr) if direct else {}),
+        direct_policy=direct_policy(dtype, caches, nr=shape.nr,
+                                    direct_mr=shape.direct_mr or shape.mr) if direct else None,
     )
 
 

@@ -21,6 +21,9 @@ class RewriteOptions:
     cppflags: tuple[str, ...] = ()
     blocking: dict = field(default_factory=dict)     # mc/kc/nc overrides
     verify: bool = True
+    # What a nest is replaced with: a name of backends.BACKENDS ("kernelfarer", "blas", ...) or a
+    # backends.Backend (kernelfarer compare's baselines).
+    backend: object = "kernelfarer"
 
 
 @dataclass
@@ -46,7 +49,8 @@ class _Edit:
 
 
 def rewrite_file(path: str, options: RewriteOptions = RewriteOptions()) -> RewriteResult:
-    from kernelfarer import emit   # templates load only when something is rewritten
+    from kernelfarer import backends   # templates load only when something is rewritten
+    backend = backends.get_backend(options.backend)
     target = targets.get_target(options.target)
     tu = frontend.load(path, options.cppflags)
     source = tu.source
@@ -54,6 +58,7 @@ def rewrite_file(path: str, options: RewriteOptions = RewriteOptions()) -> Rewri
     if options.target == "auto" and target.name == targets.GENERIC:
         notes.append("remark: no SIMD target runs on this host; using the portable 'generic' kernels")
     plans: dict[tuple[str, str], KernelPlan] = {}
+    used: dict[str, KernelPlan] = {}      # the plans the replacements call, by driver
     edits: list[_Edit] = []
     remarks: list[Remark] = []
     insert_at: int | None = None
@@ -89,9 +94,14 @@ def rewrite_file(path: str, options: RewriteOptions = RewriteOptions()) -> Rewri
         plan = plans[key]
         original = source.text[span.start:span.end]
         indent = source.indentation(span.start)
-        edits.append(_Edit(span.start, span.end, emit.render_call(spec, plan, original, indent)))
+        call = backend.call(backends.Site(spec, plan, original, indent, cand.node))
+        edits.append(_Edit(span.start, span.end, call.text))
+        if call.plan is not None:
+            used.setdefault(call.plan.driver_name, call.plan)
+        if call.note:
+            notes.append(call.note)
         insert_at = func_start if insert_at is None else min(insert_at, func_start)
-        details = _details(spec, plan)
+        details = tuple({**dict(_details(spec, plan)), **dict(call.details)}.items())
         if cand.pragmas:
             details += (("pragmas", "the nest's #pragma lines (e.g. OpenMP) stay on the original "
                                     "loops, which run when a check fails; the fast path is "
@@ -102,12 +112,12 @@ def rewrite_file(path: str, options: RewriteOptions = RewriteOptions()) -> Rewri
         remarks.append(Remark(location, "gemm", True, "", details))
     text = source.text
     if edits:
-        support = _shield_from_macros(emit.render_support(list(plans.values())),
+        support = _shield_from_macros(backend.support(list(used.values())),
                                       frontend.defined_macros(path, options.cppflags))
         edits.append(_Edit(insert_at, insert_at, support))
         text = _splice(source.text, edits)
         if options.verify:
-            _verify(path, text, options.cppflags)
+            _verify(path, text, (*target.compile_flags, *options.cppflags))
     return RewriteResult(path=path, text=text, remarks=remarks, notes=notes,
                          edits=tuple(sorted(edits, key=lambda e: (e.start, e.end))))
 

@@ -5,7 +5,9 @@ instruction set lives here: which CPU features it requires (checked on the host 
 and again at run time by the emitted code), the function-level ``target`` attribute that lets the
 generated functions use the ISA without global compiler flags, the headers the kernels include, and,
 per element type, the register block (``mr`` x ``nr``), the micro-kernel template and the names of the
-vector operations that template spells with.
+vector operations that template spells with.  Targets for other machines (Arm, POWER) also say how to
+build for them (``compile_flags``: clang's cross-compilation flags), how to run such a binary here
+(``emulator``: qemu-user) and the cache geometry of a typical machine (their blocking defaults).
 
 The core never branches on a target name: it asks the registry.
 """
@@ -18,6 +20,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from kernelfarer.diagnostics import KernelfarerError
+from kernelfarer.hostinfo import CacheLevel, Caches
 
 
 class DType(enum.Enum):
@@ -70,10 +73,23 @@ class KernelShape:
     kr: int = 1                  # k steps the kernel consumes at once (unroll granularity)
     unroll: int = 4              # k steps per iteration of the kernel's main loop (any k is handled)
     isa: Mapping[str, str] = field(default_factory=dict)  # names the template spells with
+    a_width: int = 0             # elements of one k step of packed A that one register (or
+                                 # register pair) holds: by-lane FMA and outer-product kernels
+                                 # load A whole; 0 when the kernel broadcasts A element by element
+    outer_product: bool = False  # accumulators are matrix registers (plan.tiles), each updated by
+                                 # one outer product of an A register and a B vector per k step
+    direct: bool = False         # the template also renders the direct kernel (A and B read in
+                                 # place, nothing packed; templates/kernels/README.md): the driver
+                                 # then runs small and narrow problems without packing
+    direct_mr: int = 0           # rows of the direct kernel's register tile (default: mr); it
+                                 # has its own code for every height 1..direct_mr
 
     def __post_init__(self) -> None:
         if self.nr % self.lanes:
             raise ValueError(f"nr={self.nr} is not a multiple of the vector width {self.lanes}")
+        if self.a_width and self.mr % self.a_width:
+            raise ValueError(f"mr={self.mr} is not a multiple of the A register width "
+                             f"{self.a_width}")
         object.__setattr__(self, "isa", MappingProxyType(dict(self.isa)))
 
 
@@ -82,6 +98,7 @@ class Target:
     name: str
     description: str
     cpu_features: tuple[str, ...]    # names understood by __builtin_cpu_supports and /proc/cpuinfo
+                                     # (or the host's hwcaps, see hostinfo.cpu_flags)
     attribute: str                   # function-level target attribute ("" when none is needed)
     headers: tuple[str, ...]         # system headers the kernels need
     kernels: Mapping[DType, KernelShape]
@@ -89,6 +106,17 @@ class Target:
     cpuinfo_flags: tuple[str, ...] = ()  # spelling of cpu_features in /proc/cpuinfo, when it differs
     dispatch: tuple[str, ...] = ()   # a run-time dispatching target: the targets it picks from,
                                      # best first (the last one must run everywhere)
+    arch: str | None = None          # the machine (as `uname -m` says) the code runs on; None: any
+    cpu_check: str = "1"             # C expression: does the running CPU have the features?
+                                     # (the emitted run-time check returns it)
+    compile_flags: tuple[str, ...] = ()  # clang flags that build code for the target's machine
+                                         # (cross targets: --target=<triple>, -march / -mcpu)
+    emulator: tuple[str, ...] = ()   # command prefix that runs such a binary on an x86-64 host
+    caches: Caches | None = None     # cache geometry of a typical machine, for the blocking
+                                     # defaults when the code is built on another machine
+    isa_macro: str = "0"             # C preprocessor condition: the whole file is compiled for the
+                                     # ISA (e.g. -march=native), so a driver may be inlined into the
+                                     # call site and specialised for constant sizes
 
     def kernel(self, dtype: DType) -> KernelShape:
         try:
@@ -100,6 +128,17 @@ class Target:
         return self.cpuinfo_flags or self.cpu_features
 
 
+def _x86_check(*features: str) -> str:
+    """The run-time check of x86 features (libgcc / compiler-rt's CPU model)."""
+    tests = " && ".join(f'__builtin_cpu_supports("{f}")' for f in features)
+    return f"(__builtin_cpu_init(), {tests})"
+
+
+def _hwcap_check(*features: str) -> str:
+    """The run-time check of POWER features: glibc's copy of the hwcaps (no __builtin_cpu_init)."""
+    return " && ".join(f'__builtin_cpu_supports("{f}")' for f in features)
+
+
 _AVX512 = {
     DType.F32: KernelShape(
         mr=12, nr=32, lanes=16, template="kernels/x86_avx512.c.j2",
@@ -108,6 +147,7 @@ _AVX512 = {
                  set1="_mm512_set1_ps", setzero="_mm512_setzero_ps",
                  maskload="_mm512_maskz_loadu_ps", maskstore="_mm512_mask_storeu_ps",
                  mask="__mmask16"),
+        direct=True, direct_mr=8,
     ),
     DType.F64: KernelShape(
         mr=12, nr=16, lanes=8, template="kernels/x86_avx512.c.j2",
@@ -116,6 +156,7 @@ _AVX512 = {
                  set1="_mm512_set1_pd", setzero="_mm512_setzero_pd",
                  maskload="_mm512_maskz_loadu_pd", maskstore="_mm512_mask_storeu_pd",
                  mask="__mmask8"),
+        direct=True, direct_mr=8,
     ),
 }
 
@@ -125,23 +166,99 @@ _AVX2 = {
         isa=dict(vec="__m256", load="_mm256_loadu_ps", store="_mm256_storeu_ps",
                  fmadd="_mm256_fmadd_ps", mul="_mm256_mul_ps", add="_mm256_add_ps",
                  set1="_mm256_set1_ps", setzero="_mm256_setzero_ps",
-                 broadcast="_mm256_broadcast_ss"),
+                 broadcast="_mm256_broadcast_ss",
+                 maskload="_mm256_maskload_ps", maskstore="_mm256_maskstore_ps", mask="__m256i",
+                 mask_set1="_mm256_set1_epi32", mask_cmpgt="_mm256_cmpgt_epi32", mask_int="int",
+                 mask_iota="_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)"),
+        direct=True,
     ),
     DType.F64: KernelShape(
         mr=6, nr=8, lanes=4, template="kernels/x86_avx2.c.j2",
         isa=dict(vec="__m256d", load="_mm256_loadu_pd", store="_mm256_storeu_pd",
                  fmadd="_mm256_fmadd_pd", mul="_mm256_mul_pd", add="_mm256_add_pd",
                  set1="_mm256_set1_pd", setzero="_mm256_setzero_pd",
-                 broadcast="_mm256_broadcast_sd"),
+                 broadcast="_mm256_broadcast_sd",
+                 maskload="_mm256_maskload_pd", maskstore="_mm256_maskstore_pd", mask="__m256i",
+                 mask_set1="_mm256_set1_epi64x", mask_cmpgt="_mm256_cmpgt_epi64",
+                 mask_int="long long", mask_iota="_mm256_setr_epi64x(0, 1, 2, 3)"),
+        direct=True,
     ),
 }
 
+# Arm NEON (AArch64, 32 x 128-bit registers): by-lane FMA, A loaded whole per k step.  f32 8x12 is
+# BLIS's Cortex-A57 block: 24 accumulators + 2 A + 3 B = 29 registers; f64 6x8: 24 + 3 + 4 = 31.
+_NEON = {
+    DType.F32: KernelShape(
+        mr=8, nr=12, lanes=4, a_width=4, template="kernels/neon.c.j2",
+        isa=dict(vec="float32x4_t", load="vld1q_f32", store="vst1q_f32",
+                 fma_lane="vfmaq_laneq_f32", fma="vfmaq_f32", mul="vmulq_f32",
+                 dup="vdupq_n_f32"),
+    ),
+    DType.F64: KernelShape(
+        mr=6, nr=8, lanes=2, a_width=2, template="kernels/neon.c.j2",
+        isa=dict(vec="float64x2_t", load="vld1q_f64", store="vst1q_f64",
+                 fma_lane="vfmaq_laneq_f64", fma="vfmaq_f64", mul="vmulq_f64",
+                 dup="vdupq_n_f64"),
+    ),
+}
+
+# POWER10 Matrix-Multiply Assist: 8 accumulators (each 4 VSX registers) as a 2 x 4 grid of outer
+# products per k step.  f32: xvf32gerpp, 4x4 per accumulator (A vector x B vector) -> 8x16;
+# f64: xvf64gerpp, 4x2 per accumulator (A vector pair x B vector) -> 8x8.  A operand loads spell
+# `a_load(0L, (const a_elem *)p)`; `a_cast` turns an A operand into the builtin's argument type.
+_MMA = {
+    DType.F32: KernelShape(
+        mr=8, nr=16, lanes=4, a_width=4, outer_product=True,
+        template="kernels/power10_mma.c.j2",
+        isa=dict(vec="__vector float", a_type="__vector float", a_load="vec_xl", a_elem="float",
+                 a_cast="(__vector unsigned char)", ger="__builtin_mma_xvf32gerpp",
+                 load="vec_xl", store="vec_xst", madd="vec_madd", mul="vec_mul",
+                 splats="vec_splats"),
+    ),
+    DType.F64: KernelShape(
+        mr=8, nr=8, lanes=2, a_width=4, outer_product=True,
+        template="kernels/power10_mma.c.j2",
+        isa=dict(vec="__vector double", a_type="__vector_pair", a_load="__builtin_vsx_lxvp",
+                 a_elem="__vector_pair", a_cast="", ger="__builtin_mma_xvf64gerpp",
+                 load="vec_xl", store="vec_xst", madd="vec_madd", mul="vec_mul",
+                 splats="vec_splats"),
+    ),
+}
+
+# POWER9 VSX (64 x 128-bit registers): one load-and-splat of each packed A element, vec_madd with
+# the B row.  8x16 f32 and 8x8 f64: 32 accumulators + 4 B vectors + splats.
+_VSX = {
+    DType.F32: KernelShape(
+        mr=8, nr=16, lanes=4, template="kernels/power9_vsx.c.j2",
+        isa=dict(vec="__vector float", load="vec_xl", store="vec_xst", madd="vec_madd",
+                 mul="vec_mul", splats="vec_splats"),
+    ),
+    DType.F64: KernelShape(
+        mr=8, nr=8, lanes=2, template="kernels/power9_vsx.c.j2",
+        isa=dict(vec="__vector double", load="vec_xl", store="vec_xst", madd="vec_madd",
+                 mul="vec_mul", splats="vec_splats"),
+    ),
+}
+
+# Cache geometry of typical machines of the cross targets (the host's caches say nothing of them).
+# Arm: Neoverse N1 (64 KiB 4-way L1d, 1 MiB 8-way L2, 32 MiB 16-way system cache).
+_ARM_CACHES = Caches(l1d=CacheLevel(1, 64 * 1024, 4, 64), l2=CacheLevel(2, 1024 * 1024, 8, 64),
+                     l3=CacheLevel(3, 32 * 1024 * 1024, 16, 64))
+# POWER10: 32 KiB 8-way L1d, 1 MiB 8-way L2, 4 MiB L3 region per core; 128-byte lines.
+_POWER10_CACHES = Caches(l1d=CacheLevel(1, 32 * 1024, 8, 128),
+                         l2=CacheLevel(2, 1024 * 1024, 8, 128),
+                         l3=CacheLevel(3, 4 * 1024 * 1024, 16, 128))
+# POWER9: 32 KiB 8-way L1d, 512 KiB 8-way L2, 10 MiB 20-way L3 per core pair; 128-byte lines.
+_POWER9_CACHES = Caches(l1d=CacheLevel(1, 32 * 1024, 8, 128),
+                        l2=CacheLevel(2, 512 * 1024, 8, 128),
+                        l3=CacheLevel(3, 10 * 1024 * 1024, 20, 128))
+
 _GENERIC = {
-    DType.F32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2"),
-    DType.F64: KernelShape(mr=4, nr=4, template="kernels/generic.c.j2"),
-    DType.I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2"),
-    DType.I64: KernelShape(mr=4, nr=4, template="kernels/generic.c.j2"),
-    DType.I8I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2"),
+    DType.F32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
+    DType.F64: KernelShape(mr=4, nr=4, template="kernels/generic.c.j2", direct=True),
+    DType.I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
+    DType.I64: KernelShape(mr=4, nr=4, template="kernels/generic.c.j2", direct=True),
+    DType.I8I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
 }
 
 TARGETS: Mapping[str, Target] = MappingProxyType({
@@ -154,6 +271,9 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
             headers=("immintrin.h",),
             kernels=_AVX512,
             priority=30,
+            arch="x86_64",
+            cpu_check=_x86_check("avx512f"),
+            isa_macro="defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)",
         ),
         Target(
             name="x86-avx2",
@@ -163,6 +283,9 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
             headers=("immintrin.h",),
             kernels=_AVX2,
             priority=20,
+            arch="x86_64",
+            cpu_check=_x86_check("avx2", "fma"),
+            isa_macro="defined(__AVX2__) && defined(__FMA__)",
         ),
         Target(
             name="x86-auto",
@@ -175,6 +298,52 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
             priority=-1,
             cpuinfo_flags=("sse2",),
             dispatch=("x86-avx512", "x86-avx2", "generic"),
+            arch="x86_64",
+        ),
+        Target(
+            name="neon",
+            description="AArch64 with Advanced SIMD (32 128-bit registers, by-lane FMA)",
+            cpu_features=(),             # NEON is part of the AArch64 base architecture
+            attribute="",
+            headers=("arm_neon.h",),
+            kernels=_NEON,
+            priority=10,
+            cpuinfo_flags=("asimd",),
+            arch="aarch64",
+            compile_flags=("--target=aarch64-linux-gnu", "-march=armv8.2-a"),
+            emulator=("qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"),
+            caches=_ARM_CACHES,
+        ),
+        Target(
+            name="power10-mma",
+            description="POWER10 Matrix-Multiply Assist (8 512-bit accumulators, outer products)",
+            cpu_features=("arch_3_1", "mma"),
+            # htm: POWER10 dropped it, but a POWER8/9 file's altivec.h inlines carry it (clang
+            # inlines only into functions with a superset of their features)
+            attribute="arch=pwr10,htm",
+            headers=("altivec.h",),
+            kernels=_MMA,
+            priority=20,
+            arch="ppc64le",
+            cpu_check=_hwcap_check("arch_3_1", "mma"),
+            compile_flags=("--target=powerpc64le-linux-gnu", "-mcpu=power10"),
+            emulator=("qemu-ppc64le", "-cpu", "power10", "-L", "/usr/powerpc64le-linux-gnu"),
+            caches=_POWER10_CACHES,
+        ),
+        Target(
+            name="power9-vsx",
+            description="POWER9 VSX (64 128-bit registers, vec_madd), for POWER without MMA",
+            cpu_features=("arch_3_00",),
+            # no attribute: VSX is ppc64le's baseline, and the kernels are built for the file's
+            # own -mcpu (POWER9 with compile_flags: lxvwsx splats); so nothing to check at run time
+            attribute="",
+            headers=("altivec.h",),
+            kernels=_VSX,
+            priority=10,
+            arch="ppc64le",
+            compile_flags=("--target=powerpc64le-linux-gnu", "-mcpu=power9"),
+            emulator=("qemu-ppc64le", "-cpu", "power9", "-L", "/usr/powerpc64le-linux-gnu"),
+            caches=_POWER9_CACHES,
         ),
         Target(
             name="generic",
@@ -184,6 +353,7 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
             headers=(),
             kernels=_GENERIC,
             priority=0,
+            isa_macro="1",
         ),
     )
 })
@@ -202,17 +372,29 @@ def get_target(name: str, *, host_flags: frozenset[str] | None = None) -> Target
         raise KernelfarerError(f"unknown target '{name}' (known targets: {known})") from None
 
 
-def best_for_host(host_flags: frozenset[str] | None = None) -> Target:
-    if host_flags is None:
-        from kernelfarer.hostinfo import cpu_flags
-        host_flags = cpu_flags()
+def best_for_host(host_flags: frozenset[str] | None = None,
+                  host_arch: str | None = None) -> Target:
+    """The highest-priority target the host runs (never a cross target, never a dispatcher)."""
     runnable = [t for t in TARGETS.values()
-                if set(t.host_flags()) <= host_flags and not t.dispatch]
+                if host_can_run(t, host_flags, host_arch) and not t.dispatch]
     return max(runnable, key=lambda t: t.priority)
 
 
-def host_can_run(target: Target, host_flags: frozenset[str] | None = None) -> bool:
+def host_can_run(target: Target, host_flags: frozenset[str] | None = None,
+                 host_arch: str | None = None) -> bool:
+    """Does this machine (its architecture and CPU features) run the target's code natively?"""
+    from kernelfarer import hostinfo
     if host_flags is None:
-        from kernelfarer.hostinfo import cpu_flags
-        host_flags = cpu_flags()
+        host_flags = hostinfo.cpu_flags()
+    if host_arch is None:
+        host_arch = hostinfo.machine()
+    if target.arch is not None and target.arch != host_arch:
+        return False
     return set(target.host_flags()) <= host_flags
+
+
+def cross_targets() -> tuple[Target, ...]:
+    """Targets whose code is built with their own compile_flags (clang --target=...: Arm, POWER),
+    run here under their emulator."""
+    return tuple(t for t in TARGETS.values() if t.compile_flags)
+

@@ -231,3 +231,18 @@ def test_every_pass_through_role_is_explained():
         cmd = ccargs.parse(argv)
         assert cmd.passthrough and cmd.passthrough.startswith("option "), argv
     assert ccargs.lookup("-c").role is Role.COMPILE
+
+
+@pytest.mark.parametrize("flags, expected", [
+    ([], "x86-auto"),
+    (["--target=aarch64-linux-gnu"], "neon"),
+    (["-target", "powerpc64le-linux-gnu"], "power10-mma"),
+    (["--target=x86_64-linux-gnu"], "x86-auto"),
+    (["--target=riscv64-linux-gnu"], "generic"),
+])
+def test_build_target_follows_the_compilers_target_triple(flags, expected):
+    import platform
+    from kernelfarer.cc import default_build_target
+    if platform.machine() != "x86_64":
+        pytest.skip("expectations written for an x86-64 build host")
+    assert default_build_target(flags) == expected
