@@ -149,7 +149,7 @@ class BlasBackend(Backend):
             fallback = KernelfarerBackend().call(site)
             why = f"CBLAS cannot express this GEMM: {blas}; kept kernelfarer's kernel"
             return replace(fallback, details=(("backend", f"kernelfarer ({why})"),),
-                           note=f"{site.spec.location}: remark: --backend blas: {why}")
+                           note=f"remark: {site.spec.location}: --backend blas: {why}")
         text = emit.environment().get_template("callsite_blas.c.j2").render(
             spec=site.spec, blas=blas, original=site.original, indent=site.indent)
         return Call(text.rstrip("\n"), None, details=(

@@ -32,12 +32,46 @@ def _parser() -> argparse.ArgumentParser:
     _common(rw)
     rw.add_argument("--no-verify", dest="verify", action="store_false",
                     help="do not check that the rewritten file compiles")
+    rw.add_argument("--backend", choices=("kernelfarer", "blas"), default="kernelfarer",
+                    help="what a GEMM nest becomes: kernelfarer's own blocked, packed SIMD code "
+                         "(default), or a cblas_sgemm/cblas_dgemm call (#include <cblas.h>; link "
+                         "with a CBLAS such as -lopenblas)")
 
     ex = sub.add_parser("explain", help="list every loop nest with its verdict and reason")
     ex.add_argument("input", help="the C file")
     _common(ex)
 
     sub.add_parser("targets", help="list the targets and which ones this host can run")
+
+    cmp = sub.add_parser(
+        "compare", help="time a GEMM nest as written, Pluto-style tiled, tiled, tiled+packed "
+                        "(kernelfarer) and as a BLAS call")
+    cmp.add_argument("input", help="the C file")
+    cmp.add_argument("--function", action="append", default=[], metavar="NAME",
+                     help="the function holding the nest (repeatable; default: every function "
+                          "with one recognized GEMM nest)")
+    cmp.add_argument("--sizes", default="64,256,1024",
+                     help="comma-separated N (every integer size and leading-dimension parameter "
+                          "gets N; default 64,256,1024)")
+    cmp.add_argument("--variants", default="",
+                     help="comma-separated subset of: original, pluto-style, tiled, tiled+packed, "
+                          "blas, polycc (default: all; polycc when it is on PATH)")
+    cmp.add_argument("--rounds", type=int, default=10, help="measurements per variant (default 10)")
+    cmp.add_argument("--csv", metavar="OUT.csv", help="write one row per variant, size and type")
+    cmp.add_argument("--plot", metavar="OUT.png", help="write a plot of GFLOP/s against N")
+    cmp.add_argument("--target", default="auto",
+                     help=f"auto or one of: {', '.join(targets.TARGETS)}")
+    cmp.add_argument("--tile", type=int, default=32, help="pluto-style tile size (default 32)")
+    cmp.add_argument("--second-level-tile", type=int, default=0, metavar="T2",
+                     help="pluto-style second-level tile size, a multiple of --tile (default: none)")
+    cmp.add_argument("--original-limit", type=int, default=1024, metavar="N",
+                     help="time the original nest only up to this N (default 1024)")
+    cmp.add_argument("--min-time", type=float, default=0.2, metavar="S",
+                     help="seconds timed per measurement; short calls repeat (default 0.2)")
+    cmp.add_argument("--seed", type=int, help="seed of the rounds' random order")
+    cmp.add_argument("--keep", metavar="DIR", help="keep the variants' sources and executables")
+    cmp.add_argument("--no-progress", dest="progress", action="store_false", default=None,
+                     help="no progress bar on stderr")
     return parser
 
 
@@ -65,10 +99,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "targets":
             return _list_targets()
+        if args.command == "compare":
+            return _compare(args, cppflags)
         options = RewriteOptions(
             target=args.target, cppflags=cppflags,
             blocking={k: getattr(args, k) for k in ("mc", "kc", "nc") if getattr(args, k)},
-            verify=getattr(args, "verify", False))
+            verify=getattr(args, "verify", False),
+            backend=getattr(args, "backend", "kernelfarer"))
         result = rewrite_file(args.input, options)
         if args.command == "explain":
             _explain(result)
@@ -141,3 +178,34 @@ def _list_targets() -> int:
         kernels = ", ".join(f"{d.ctype} {k.mr}x{k.nr}" for d, k in target.kernels.items())
         print(f"{target.name:12} {runs:16} {kernels:24} {target.description}{mark}")
     return EXIT_OK
+
+
+def _compare(args: argparse.Namespace, cppflags: tuple[str, ...]) -> int:
+    from kernelfarer import compare, compare_report
+    from kernelfarer.plutostyle import PlutoOptions
+    try:
+        sizes = tuple(int(s) for s in args.sizes.split(",") if s.strip())
+    except ValueError:
+        raise KernelfarerError(f"--sizes: not a list of integers: {args.sizes}") from None
+    if not sizes or min(sizes) < 1:
+        raise KernelfarerError("--sizes: give positive sizes")
+    if args.rounds < 1:
+        raise KernelfarerError("--rounds: at least 1")
+    if args.tile < 1 or args.second_level_tile < 0 or (
+            args.second_level_tile and args.second_level_tile % args.tile):
+        raise KernelfarerError("--second-level-tile must be a multiple of --tile")
+    options = compare.CompareOptions(
+        path=args.input, functions=tuple(args.function), sizes=sizes,
+        variants=tuple(v.strip() for v in args.variants.split(",") if v.strip()),
+        rounds=args.rounds, target=args.target,
+        pluto=PlutoOptions(tile=args.tile, second_level=args.second_level_tile),
+        original_limit=args.original_limit, min_time=args.min_time, cppflags=cppflags,
+        workdir=args.keep, seed=args.seed, progress=args.progress)
+    rows, notes = compare.run(options)
+    sys.stdout.write(compare_report.markdown(rows, notes))
+    if args.csv:
+        compare_report.write_csv(rows, args.csv)
+    if args.plot:
+        compare_report.plot(rows, args.plot, title=f"kernelfarer compare {os.path.basename(args.input)}")
+    wrong = [r for r in rows if r.note.startswith("WRONG")]
+    return EXIT_ERROR if wrong else EXIT_OK

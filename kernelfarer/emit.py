@@ -33,12 +33,17 @@ def environment() -> jinja2.Environment:
     )
 
 
-def driver_loops(plan: KernelPlan, indent: str = "    ") -> str:
-    """The driver's loops: the layered schedule through isl's AST builder, statements rendered by
-    the statement macros."""
-    layered = blocking.layered_schedule(
-        blocking.gemm_domain(params=("M", "N", "K")),
-        mc=plan.mc, kc=plan.kc, nc=plan.nc, mr=plan.mr, nr=plan.nr)
+def driver_loops(plan: KernelPlan, indent: str = "    ", *, direct: bool = False,
+                 rows_outer: bool = False) -> str:
+    """The driver's loops: the layered schedule (or, with `direct`, the unpacked schedule of small
+    problems) through isl's AST builder, statements rendered by the statement macros."""
+    domain = blocking.gemm_domain(params=("M", "N", "K"))
+    if direct:
+        layered = blocking.direct_schedule(domain, kc=plan.kc, mr=plan.direct_mr, nr=plan.nr,
+                                           rows_outer=rows_outer)
+    else:
+        layered = blocking.layered_schedule(domain, mc=plan.mc, kc=plan.kc, nc=plan.nc,
+                                            mr=plan.mr, nr=plan.nr)
     ast = blocking.build_ast(layered)
     macros = environment().get_template("statements.c.j2").make_module({"plan": plan})
 
@@ -62,7 +67,10 @@ def render_prelude(plans: list[KernelPlan]) -> str:
 
 
 def render_driver(plan: KernelPlan) -> str:
-    return environment().get_template("driver.c.j2").render(plan=plan, loops=driver_loops(plan))
+    direct = driver_loops(plan, "        ", direct=True) if plan.direct else ""
+    rows = driver_loops(plan, "        ", direct=True, rows_outer=True) if plan.direct else ""
+    return environment().get_template("driver.c.j2").render(
+        plan=plan, loops=driver_loops(plan), direct_loops=direct, direct_row_loops=rows)
 
 
 def render_call(spec: GemmSpec, plan: KernelPlan, original: str, indent: str) -> str:

@@ -1,0 +1,450 @@
+"""Pluto-style tiling of a recognized nest, emitted as plain C: the baseline `kernelfarer compare`
+calls "pluto-style" (what ``polycc --tile [--second-level-tile] --intratileopt`` does to a nest).
+
+The nest is read from its AST as written: its loops (``for (v = lo; v < hi; v++)``, bounds become
+isl parameters), its statements (consecutive statements between loops are one polyhedral
+statement, printed back as C), their original schedule (loops and textual order) and their array
+accesses (affine subscripts; a subscript with symbolic coefficients, ``A[i*lda + k]``, is
+delinearized into one coordinate per loop variable, largest stride first, which is exact under the
+run-time checks the recognizer puts on the nest).  transforms/tiling.py then checks the band
+(the three loops, for every statement) is permutable under the dependences of the original order,
+tiles it, orders the point loops for vectorization, and isl's AST builder writes the loops; the
+statements are the nest's own text with the loop variables bound to the new iterators.
+
+A nest whose band is not permutable (an accumulator scalar shared by all iterations: Pluto would
+need a scalar expansion it does not do) is left as written, with the reason.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import islpy as isl
+from pycparser import c_ast, c_generator
+
+from kernelfarer import emit
+from kernelfarer.affine import NotAffine, Poly
+from kernelfarer.backends import Backend, Call, Site
+from kernelfarer.islc import AstPrinter
+from kernelfarer.transforms import tiling
+
+_GEN = c_generator.CGenerator()
+
+
+class NotApplicable(Exception):
+    """Pluto-style tiling does not apply to this nest; the message says why."""
+
+
+@dataclass(frozen=True)
+class PlutoOptions:
+    tile: int = 32                  # first-level tile size (Pluto's default)
+    second_level: int = 0           # second-level tile size (0: none); a multiple of `tile`
+    intratileopt: bool = True       # choose the innermost point loop for vectorization
+
+
+@dataclass
+class _Loop:
+    var: str
+    lower: str                      # C text
+    upper: str                      # C text, exclusive
+    decl: c_ast.Decl | None         # the declaration when the loop declares its variable
+    order: int                      # preorder position in the nest
+
+
+@dataclass
+class _Statement:
+    name: str
+    nodes: list[c_ast.Node]
+    loops: list[int]                # enclosing loops (indexes), outermost first
+    schedule: list[str]             # original schedule dimensions (isl text)
+    order: int
+    locals_: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class TiledNest:
+    """The result: C text of the loops, and what was done (for remarks and tests)."""
+
+    code: str                       # the tiled loops (statements inlined)
+    params: tuple[tuple[str, str], ...]   # (isl parameter, C expression) to define before
+    checks: tuple[str, ...]         # C conditions the tiled code assumes (every loop runs)
+    band: tuple[str, ...]           # the band's loop variables, outermost first
+    point_order: tuple[str, ...]    # the point loops' variables, outermost first
+    loop_depth: int                 # loops around the innermost statement
+
+
+class _Reader:
+    """Loops, statements and accesses of one nest, from its AST."""
+
+    def __init__(self) -> None:
+        self.loops: list[_Loop] = []
+        self.statements: list[_Statement] = []
+        self.counter = 0
+
+    def walk(self, node: c_ast.Node, loops: list[int], schedule: list[str]) -> None:
+        if isinstance(node, c_ast.For):
+            loop = self._loop(node)
+            self.loops.append(loop)
+            index = len(self.loops) - 1
+            self.walk(node.stmt, loops + [index], schedule + [_iso(loop.var)])
+            return
+        items = [node]
+        if isinstance(node, c_ast.Compound):
+            items = [s for s in (node.block_items or [])
+                     if not isinstance(s, (c_ast.Pragma, c_ast.EmptyStatement))]
+        groups: list[list[c_ast.Node]] = []
+        for item in items:
+            if isinstance(item, (c_ast.For, c_ast.Compound)):
+                groups.append([item])
+            elif groups and not isinstance(groups[-1][0], (c_ast.For, c_ast.Compound)):
+                groups[-1].append(item)
+            else:
+                groups.append([item])
+        for position, group in enumerate(groups):
+            here = schedule + ([str(position)] if len(groups) > 1 else [])
+            if isinstance(group[0], (c_ast.For, c_ast.Compound)) and group[0] is not node:
+                self.walk(group[0], loops, here)
+                continue
+            for stmt in group:
+                if isinstance(stmt, (c_ast.While, c_ast.DoWhile, c_ast.If, c_ast.Switch,
+                                     c_ast.Goto, c_ast.Label, c_ast.Return, c_ast.Break,
+                                     c_ast.Continue)):
+                    raise NotApplicable(f"a {type(stmt).__name__} statement in the nest")
+            decls = {d.name for d in group if isinstance(d, c_ast.Decl)}
+            if decls and len(groups) > 1:
+                raise NotApplicable(f"'{sorted(decls)[0]}' is declared between the loops (Pluto "
+                                    "would need to expand it)")
+            self.counter += 1
+            self.statements.append(_Statement(
+                name=f"S{len(self.statements)}", nodes=group, loops=list(loops), schedule=here,
+                order=self.counter, locals_=decls))
+
+    def _loop(self, node: c_ast.For) -> _Loop:
+        init, decl = node.init, None
+        if isinstance(init, c_ast.DeclList) and len(init.decls) == 1 and init.decls[0].init:
+            decl = init.decls[0]
+            var, lower = decl.name, decl.init
+        elif isinstance(init, c_ast.Assignment) and init.op == "=" and isinstance(init.lvalue, c_ast.ID):
+            var, lower = init.lvalue.name, init.rvalue
+        else:
+            raise NotApplicable("a loop initialization that is not 'v = start'")
+        cond = node.cond
+        upper = None
+        if isinstance(cond, c_ast.BinaryOp):
+            if _is_id(cond.left, var) and cond.op in ("<", "<="):
+                upper, inclusive = cond.right, cond.op == "<="
+            elif _is_id(cond.right, var) and cond.op in (">", ">="):
+                upper, inclusive = cond.left, cond.op == ">="
+        if upper is None:
+            raise NotApplicable(f"the condition of loop '{var}' is not 'v < bound'")
+        step = node.next
+        ok = (isinstance(step, c_ast.UnaryOp) and step.op in ("p++", "++") and _is_id(step.expr, var)) \
+            or (isinstance(step, c_ast.Assignment) and step.op == "+=" and _is_id(step.lvalue, var)
+                and isinstance(step.rvalue, c_ast.Constant) and step.rvalue.value == "1")
+        if not ok:
+            raise NotApplicable(f"loop '{var}' does not step by 1")
+        hi = f"({_GEN.visit(upper)})" + (" + 1" if inclusive else "")
+        self.counter += 1
+        return _Loop(var=var, lower=f"({_GEN.visit(lower)})", upper=hi, decl=decl,
+                     order=self.counter)
+
+
+def _literal(text: str) -> str | None:
+    """The decimal integer a bound's text spells ("(0)", "(64)"), or None."""
+    inner = text.strip()
+    while inner.startswith("(") and inner.endswith(")"):
+        inner = inner[1:-1].strip()
+    return inner if inner.isdigit() and (inner == "0" or not inner.startswith("0")) else None
+
+
+def _is_id(node: c_ast.Node, name: str) -> bool:
+    return isinstance(node, c_ast.ID) and node.name == name
+
+
+def _iso(var: str) -> str:
+    return f"v_{var}"
+
+
+class _Accesses:
+    """Array and scalar accesses of the statements, as isl maps."""
+
+    def __init__(self, iterators: set[str], written_scalars: set[str]) -> None:
+        self.iterators = iterators
+        self.scalars = written_scalars
+        self.params: dict[str, str] = {}           # C text of an opaque term -> isl name
+        self.found: list[tuple[str, list[str], bool]] = []   # (array, coordinates, write)
+        self.forms: dict[str, tuple] = {}          # array -> its delinearized offset
+
+    def param(self, text: str) -> str:
+        if text not in self.params:
+            self.params[text] = f"kf_p{len(self.params)}"
+        return self.params[text]
+
+    def poly(self, node: c_ast.Node) -> Poly:
+        if not self._uses_iterator(node):
+            if isinstance(node, c_ast.Constant) and node.type == "int":
+                digits = node.value.rstrip("uUlL")
+                base = 8 if len(digits) > 1 and digits[0] == "0" and digits[1] not in "xXbB" else 0
+                return Poly.const(int(digits, base))
+            return Poly.symbol(_GEN.visit(node))
+        if isinstance(node, c_ast.ID):
+            return Poly.symbol(node.name)
+        if isinstance(node, c_ast.Cast):
+            return self.poly(node.expr)
+        if isinstance(node, c_ast.UnaryOp) and node.op in ("-", "+"):
+            inner = self.poly(node.expr)
+            return -inner if node.op == "-" else inner
+        if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-", "*"):
+            left, right = self.poly(node.left), self.poly(node.right)
+            return left + right if node.op == "+" else left - right if node.op == "-" else left * right
+        raise NotApplicable(f"subscript '{_GEN.visit(node)}' is not affine in the loop variables")
+
+    def _uses_iterator(self, node: c_ast.Node) -> bool:
+        if isinstance(node, c_ast.ID):
+            return node.name in self.iterators
+        return any(self._uses_iterator(c) for _, c in node.children())
+
+    def _term(self, poly: Poly) -> str:
+        parts = []
+        for monomial, c in poly.terms:
+            factors = [_iso(s) if s in self.iterators else self.param(s) for s in monomial]
+            if len(factors) > 1 and any(s in self.iterators for s in monomial):
+                raise NotApplicable("a subscript multiplies loop variables")
+            if len([s for s in monomial if s not in self.iterators]) > 1:
+                factors = [self.param(" * ".join(monomial))]
+            parts.append("*".join([str(c)] + factors))
+        return " + ".join(parts) or "0"
+
+    def coordinates(self, array: str, subscripts: list[c_ast.Node]) -> list[str]:
+        coords = []
+        for sub in subscripts:
+            poly = self.poly(sub)
+            try:
+                coeffs, rest = poly.split(self.iterators)
+            except NotAffine as exc:
+                raise NotApplicable(str(exc)) from None
+            if all(c.is_const() for c in coeffs.values()):
+                coords.append(self._term(poly))
+                continue
+            # Symbolic strides: one coordinate per loop variable, largest stride first.
+            def size(item):
+                var, coef = item
+                value = coef.const_value()
+                return (0, abs(value)) if value is not None else (1, len(coef.terms), 0)
+            ordered = sorted(coeffs.items(), key=size, reverse=True)
+            form = (tuple(sorted(coeffs)), rest)
+            if self.forms.setdefault(array, form) != form:
+                raise NotApplicable(f"'{array}' is indexed in two different ways")
+            coords += [(_iso(v) if (c.const_value() or 1) > 0 else f"-{_iso(v)}")
+                       for v, c in ordered]
+        return coords
+
+    def visit(self, node: c_ast.Node | None, write: bool = False, read: bool = True,
+              locals_: frozenset[str] = frozenset()) -> None:
+        if node is None:
+            return
+        if isinstance(node, c_ast.Assignment):
+            self.visit(node.lvalue, write=True, read=node.op != "=", locals_=locals_)
+            self.visit(node.rvalue, locals_=locals_)
+            return
+        if isinstance(node, c_ast.UnaryOp) and node.op in ("++", "--", "p++", "p--"):
+            self.visit(node.expr, write=True, read=True, locals_=locals_)
+            return
+        if isinstance(node, c_ast.ArrayRef):
+            subs = []
+            base = node
+            while isinstance(base, c_ast.ArrayRef):
+                subs.insert(0, base.subscript)
+                base = base.name
+            for sub in subs:
+                self.visit(sub, locals_=locals_)
+            array = _GEN.visit(base)
+            coords = self.coordinates(array, subs)
+            if read:
+                self.found.append((array, coords, False))
+            if write:
+                self.found.append((array, coords, True))
+            return
+        if isinstance(node, c_ast.ID):
+            if node.name in self.scalars and node.name not in locals_:
+                if read:
+                    self.found.append((node.name, [], False))
+                if write:
+                    self.found.append((node.name, [], True))
+            return
+        if isinstance(node, c_ast.Decl):
+            self.visit(node.init, locals_=locals_)
+            return
+        for _, child in node.children():
+            self.visit(child, locals_=locals_)
+
+
+def _written_scalars(node: c_ast.Node) -> set[str]:
+    out = set()
+    if isinstance(node, c_ast.Assignment) and isinstance(node.lvalue, c_ast.ID):
+        out.add(node.lvalue.name)
+    if isinstance(node, c_ast.UnaryOp) and node.op in ("++", "--", "p++", "p--") \
+            and isinstance(node.expr, c_ast.ID):
+        out.add(node.expr.name)
+    for _, child in node.children():
+        out |= _written_scalars(child)
+    return out
+
+
+def tile_nest(node: c_ast.For, options: PlutoOptions = PlutoOptions(),
+              indent: str = "") -> TiledNest:
+    """Pluto-style tiling of the nest rooted at `node`, or NotApplicable."""
+    reader = _Reader()
+    reader.walk(node, [], [])
+    loops, stmts = reader.loops, reader.statements
+    deepest = max(stmts, key=lambda s: len(s.loops))
+    band_loops = [loops[i] for i in deepest.loops]
+    band_vars = [lp.var for lp in band_loops]
+    if len(band_vars) != 3 or len(set(band_vars)) != 3:
+        raise NotApplicable("the nest is not three loops deep")
+    iterators = {lp.var for lp in loops}
+    for_vars = {lp.var for lp in loops}
+    scalars = set().union(*(_written_scalars(n) for s in stmts for n in s.nodes)) - for_vars
+    params: dict[str, str] = {}
+    bounds = {}
+    for index, lp in enumerate(loops):
+        # Literal bounds stay numbers (isl simplifies with them); others become parameters.
+        lo = _literal(lp.lower) or f"kf_lo{index}"
+        hi = _literal(lp.upper) or f"kf_hi{index}"
+        for name, text in ((lo, lp.lower), (hi, lp.upper)):
+            if name.startswith("kf_"):
+                params[name] = text
+        bounds[index] = (lo, hi)
+    accesses = _Accesses(iterators, scalars)
+    reads, writes, domain, original, band = [], [], [], [], []
+    width = max(len(s.schedule) for s in stmts)
+    for s in stmts:
+        dims = [_iso(loops[i].var) for i in s.loops]
+        if len(set(dims)) != len(dims):
+            raise NotApplicable("a loop variable is reused by an inner loop")
+        tuple_ = f"{s.name}[{', '.join(dims)}]"
+        cons = " and ".join(f"{bounds[i][0]} <= {_iso(loops[i].var)} < {bounds[i][1]}"
+                            for i in s.loops) or "true"
+        domain.append(f"{tuple_} : {cons}")
+        original.append(f"{tuple_} -> [{', '.join(s.schedule + ['0'] * (width - len(s.schedule)))}]")
+        coords = []
+        for var, lp_index in zip(band_vars, deepest.loops):
+            if var in [loops[i].var for i in s.loops]:
+                coords.append(_iso(var))
+            elif s.order < loops[lp_index].order:
+                coords.append(bounds[lp_index][0])                   # before that loop: its start
+            else:
+                coords.append(f"{bounds[lp_index][1]} - 1")          # after it: its last value
+        band.append(f"{tuple_} -> [{', '.join(coords)}, {s.order}]")
+        accesses.found = []
+        for n in s.nodes:
+            accesses.visit(n, locals_=frozenset(s.locals_))
+        for array, arr_coords, write in accesses.found:
+            target = f"{_safe(array)}[{', '.join(arr_coords)}]"
+            (writes if write else reads).append(f"{tuple_} -> {target}")
+    params.update({v: k for k, v in accesses.params.items()})
+    head = f"[{', '.join(params)}] -> "
+
+    def union_map(parts: list[str]) -> isl.UnionMap:
+        return isl.UnionMap(head + "{ " + "; ".join(parts) + " }")
+
+    dom = isl.UnionSet(head + "{ " + "; ".join(domain) + " }")
+    context = isl.Set(head + "{ : " + " and ".join(f"{lo} < {hi}" for lo, hi in bounds.values())
+                      + " }")
+    schedule = union_map(band)
+    deps = tiling.dependences(domain=dom, schedule=union_map(original), reads=union_map(reads),
+                              writes=union_map(writes), context=context)
+    if not tiling.is_permutable(schedule=schedule, band_dims=3, dependences=deps):
+        shared = sorted(scalars)
+        why = f" (the scalar '{shared[0]}' is shared by all iterations)" if shared else ""
+        raise NotApplicable(f"the loops are not a permutable band{why}")
+    order = (0, 1, 2)
+    if options.intratileopt:
+        order = tiling.intra_tile_order(schedule=schedule, band_dims=3,
+                                        accesses=union_map(reads + writes), dependences=deps)
+    tiled = tiling.tile_schedule(
+        schedule, band_dims=3, sizes=(options.tile,) * 3,
+        second_level=(options.second_level,) * 3 if options.second_level else None,
+        point_order=order)
+    ast = tiling.build_ast(schedule=tiled, domain=dom, context=context, separate=True)
+
+    by_name = {s.name: s for s in stmts}
+
+    def statement(name: str, args: list[str]) -> str:
+        s = by_name[name]
+        binds = []
+        for i, arg in zip(s.loops, args):
+            lp = loops[i]
+            if lp.decl is not None:
+                decl = copy.copy(lp.decl)
+                decl.init = c_ast.ID(arg)
+                binds.append(_GEN.visit(decl) + ";")
+            else:
+                binds.append(f"__typeof__({lp.var}) {lp.var} = {arg};")
+        body = " ".join(_GEN.visit(n).strip() + ("" if isinstance(n, c_ast.Compound) else ";")
+                        for n in s.nodes)
+        return "{ " + " ".join(binds + [body]) + " }"
+
+    # The new loops count in the loop variables' own type, as Pluto's output does (a conversion
+    # between the iterators and the statements' variables would hide the access pattern from
+    # the vectorizer).
+    types = {_GEN._generate_type(lp.decl.type, emit_declname=False) if lp.decl is not None
+             else f"__typeof__({lp.var})" for lp in band_loops}
+    index_type = types.pop() if len(types) == 1 else "kf_index"
+    code = AstPrinter(statement, index_type=index_type).node(ast, indent)
+    depth = _depth(ast)
+    return TiledNest(code=code, params=tuple((k, v) for k, v in params.items()
+                                             if k.startswith("kf_lo") or k.startswith("kf_hi")),
+                     checks=tuple(f"{lo} < {hi}" for lo, hi in bounds.values()
+                                  if not (_literal(lo) and _literal(hi))) or ("1",),
+                     band=tuple(band_vars), point_order=tuple(band_vars[d] for d in order),
+                     loop_depth=depth)
+
+
+def _depth(node: isl.AstNode) -> int:
+    kind = node.get_type()
+    if kind == isl.ast_node_type.for_:
+        return 1 + _depth(node.for_get_body())
+    if kind == isl.ast_node_type.block:
+        children = node.block_get_children()
+        return max((_depth(children.get_at(i)) for i in range(children.n_ast_node())), default=0)
+    if kind == isl.ast_node_type.if_:
+        depth = _depth(node.if_get_then_node())
+        return max(depth, _depth(node.if_get_else_node())) if node.if_has_else_node() else depth
+    if kind == isl.ast_node_type.mark:
+        return _depth(node.mark_get_node())
+    return 0
+
+
+def _safe(name: str) -> str:
+    return "a_" + "".join(ch if ch.isalnum() else "_" for ch in name)
+
+
+class PlutoStyleBackend(Backend):
+    """compare's "pluto-style" variant: the nest tiled as above, behind the recognizer's run-time
+    checks (the original runs when one fails).  A nest it does not apply to stays as written; its
+    report entry says why (``not_applied``)."""
+
+    name = "pluto-style"
+
+    def __init__(self, options: PlutoOptions = PlutoOptions()) -> None:
+        self.options = options
+
+    def call(self, site: Site) -> Call:
+        try:
+            tiled = tile_nest(site.node, self.options, site.indent + "        ")
+        except NotApplicable as exc:
+            return Call(site.original, None, details=(("backend", "pluto-style"),
+                                                      ("not_applied", str(exc))))
+        text = emit.environment().get_template("plutostyle.c.j2").render(
+            spec=site.spec, tiled=tiled, options=self.options, original=site.original,
+            indent=site.indent)
+        return Call(text.rstrip("\n"), None, details=(
+            ("backend", "pluto-style"), ("kernel", "isl-tiled loops"),
+            ("blocking", f"tile {self.options.tile}" + (
+                f", second level {self.options.second_level}" if self.options.second_level else "")
+             + f"; point loops {' '.join(tiled.point_order)}")))
+
+    def support(self, plans: list) -> str:
+        return emit.render_prelude([]) + "/* ---- end of kernelfarer support code ---- */\n\n"

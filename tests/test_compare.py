@@ -1,0 +1,215 @@
+"""`kernelfarer compare` (the command, its harness, its statistics and outputs) and the `--backend
+blas` rewrite it measures."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+
+import pytest
+
+from conftest import CLANG, SAMPLES, STRICT_FLAGS, run_cli
+from kernelfarer import backends, compare, frontend, harness, timing
+from kernelfarer.diagnostics import KernelfarerError
+from kernelfarer.unit import find_candidates
+
+SAMPLE = SAMPLES / "compare" / "gemm.c"
+
+
+# -- the command ------------------------------------------------------------------------------------
+
+def test_compare_prints_the_table_and_writes_csv_and_plot(tmp_path):
+    out_csv, out_png = tmp_path / "gemm.csv", tmp_path / "gemm.png"
+    done = run_cli("compare", SAMPLE, "--function", "sgemm", "--sizes", "8,24", "--rounds", "2",
+                   "--min-time", "0.002", "--csv", out_csv, "--plot", out_png, "--no-progress",
+                   "--variants", "original,pluto-style,tiled,tiled+packed,blas")
+    assert done.returncode == 0, done.stderr
+    table = [line for line in done.stdout.splitlines() if line.startswith("| ")]
+    assert table[0].split(" | ")[:3] == ["| function", "dtype", "N"]
+    for variant in ("original", "pluto-style", "tiled", "tiled+packed", "blas"):
+        assert variant in table[0]
+    assert [line.split(" | ")[2] for line in table[1:]] == ["8", "24"]
+    assert "—" not in "".join(table[1:])          # every variant ran at every size
+    with open(out_csv, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert {"variant", "size", "dtype", "gflops_median", "ci_low", "ci_high"} <= set(rows[0])
+    assert len(rows) == 5 * 2
+    for row in rows:
+        assert row["dtype"] == "f32" and row["function"] == "sgemm"
+        low, mid, high = float(row["ci_low"]), float(row["gflops_median"]), float(row["ci_high"])
+        assert 0 < low <= mid <= high
+        assert (row["m"], row["n"], row["k"]) == (row["size"],) * 3
+    png = out_png.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20000
+
+
+def test_compare_reports_what_it_cannot_drive(tmp_path):
+    src = tmp_path / "globals.c"
+    src.write_text("float A[64][64], B[64][64], C[64][64];\n"
+                   "void mm(void) {\n    for (int i = 0; i < 64; i++)\n"
+                   "        for (int j = 0; j < 64; j++)\n            for (int k = 0; k < 64; k++)\n"
+                   "                C[i][j] += A[i][k] * B[k][j];\n}\n")
+    done = run_cli("compare", src, "--rounds", "1", "--no-progress")
+    assert done.returncode == 1
+    assert "not a parameter of the function" in done.stderr
+    done = run_cli("compare", SAMPLE, "--function", "nope", "--no-progress")
+    assert done.returncode == 1 and "'nope' holds no recognized GEMM nest" in done.stderr
+
+
+def test_subject_roles_come_from_the_spec():
+    tu = frontend.load(str(SAMPLE))
+    cand = next(c for c in find_candidates(tu) if c.spec and c.function.decl.name == "dgemm")
+    subject = harness.make_subject(cand.function, cand.spec, tu.ast)
+    assert subject.call == "dgemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)"
+    assert "kf_index lda = kf_cmp_size" in subject.locals
+    assert f"double alpha = {harness.ALPHA}" in subject.locals
+    assert f"double beta = {harness.BETA}" in subject.locals
+    assert {op.local for op in subject.operands} == {"a", "b", "c"} and subject.result.local == "c"
+
+
+def test_a_wrong_variant_is_caught_before_timing(tmp_path):
+    options = compare.CompareOptions(path=str(SAMPLE), functions=("sgemm",))
+    subjects = compare.load_subjects(str(SAMPLE), functions=("sgemm",))
+    text = compare.harness(options, subjects)
+    original = compare.make_variant("original", options, subjects, str(tmp_path))
+    broken = compare.Variant("broken", text=original.text.replace("*= beta", "*= 2 * beta"))
+    for variant in (original, broken):
+        compare.build(variant, options, text, str(tmp_path))
+    problem = compare.check(broken, original, 0, subjects[0], 9, str(tmp_path))
+    assert problem is not None and "differs" in problem
+
+
+# -- statistics and the randomized rounds --------------------------------------------------------
+
+def test_median_interval_uses_order_statistics():
+    ten = timing.median_interval([float(v) for v in range(10, 0, -1)])
+    assert ten.median == 5.5 and (ten.low, ten.high) == (2.0, 9.0) and ten.coverage >= 0.95
+    two = timing.median_interval([3.0, 1.0])
+    assert (two.median, two.low, two.high, two.coverage) == (2.0, 1.0, 3.0, 0.5)
+
+
+def test_rounds_run_every_job_once_per_round_in_random_order():
+    order = []
+
+    def parse(stdout: str) -> float:
+        order.append(stdout.strip())
+        return float(len(order))
+
+    jobs = [timing.Job(key=(name,), command=("echo", name), label=name) for name in "abcdef"]
+    results = timing.run_rounds(jobs, rounds=4, parse=parse, seed=1)
+    assert all(len(v) == 4 for v in results.values())
+    rounds = [order[i:i + 6] for i in range(0, 24, 6)]
+    assert all(sorted(r) == list("abcdef") for r in rounds)
+    assert len({tuple(r) for r in rounds}) > 1
+
+
+# -- the blas backend -------------------------------------------------------------------------------
+
+BLAS_NESTS = """
+void notrans(int m, int n, int k, const float *a, const float *b, float *c)
+{
+    for (int i = 0; i < m; i++)
+        for (int p = 0; p < k; p++)
+            for (int j = 0; j < n; j++)
+                c[i * n + j] += a[i * k + p] * b[p * n + j];
+}
+
+void trans_a_overwrite(int m, int n, int k, double alpha, const double *a, const double *b,
+                       double *c)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double acc = 0;
+            for (int p = 0; p < k; p++)
+                acc += a[p * m + i] * b[p * n + j];
+            c[i * n + j] = alpha * acc;
+        }
+}
+"""
+STRIDED = """
+void strided(int n, const float *a, const float *b, float *c)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            for (int p = 0; p < n; p++)
+                c[i * n + j] += a[2 * (i * n + p)] * b[p * n + j];
+}
+"""
+
+
+def test_blas_backend_calls_cblas_with_the_layout_of_the_operands(tmp_path):
+    src, out = tmp_path / "mm.c", tmp_path / "mm_blas.c"
+    src.write_text(BLAS_NESTS)
+    done = run_cli("rewrite", src, "-o", out, "--backend", "blas", "--remarks")
+    assert done.returncode == 0, done.stderr
+    text = out.read_text()
+    assert "#include <cblas.h>" in text
+    assert "cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans" in text
+    assert "cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans" in text
+    assert "kf_sgemm_" not in text and "kf_dgemm_" not in text     # no kernelfarer driver needed
+    assert done.stderr.count("with kernel cblas_") == 2
+    subprocess.run([CLANG, "-c", *STRICT_FLAGS, "-O1", str(out), "-o", str(tmp_path / "mm.o")],
+                   check=True)
+
+
+def test_blas_backend_equals_the_original_on_odd_sizes(tmp_path):
+    src = tmp_path / "mm.c"
+    src.write_text(BLAS_NESTS)
+    options = compare.CompareOptions(path=str(src))
+    subjects = compare.load_subjects(str(src))
+    text = compare.harness(options, subjects)
+    original = compare.make_variant("original", options, subjects, str(tmp_path))
+    blas = compare.make_variant("blas", options, subjects, str(tmp_path))
+    assert blas.skipped == {} and blas.link == ("-lopenblas",)
+    for variant in (original, blas):
+        compare.build(variant, options, text, str(tmp_path))
+    for index, subject in enumerate(subjects):
+        for size in (1, 7, 33, 100):       # check() also requires the CBLAS path to have run
+            assert compare.check(blas, original, index, subject, size, str(tmp_path)) is None
+
+
+def test_blas_backend_keeps_kernelfarer_for_what_cblas_cannot_express(tmp_path):
+    src, out = tmp_path / "strided.c", tmp_path / "out.c"
+    src.write_text(STRIDED)
+    done = run_cli("rewrite", src, "-o", out, "--backend", "blas", "--remarks")
+    assert done.returncode == 0, done.stderr
+    assert "CBLAS cannot express this GEMM: A" in done.stderr
+    text = out.read_text()
+    assert "cblas_" not in text.split("#include <cblas.h>")[-1]
+    assert "kf_sgemm_" in text
+
+
+def test_blas_call_rejects_integer_gemms():
+    tu = frontend.load(str(SAMPLE))
+    spec = next(c.spec for c in find_candidates(tu) if c.spec)
+    int_spec = spec.__class__(**{**spec.__dict__, "dtype": spec.dtype.__class__.I32})
+    assert backends.blas_call(int_spec) == "CBLAS has no int GEMM"
+    call = backends.blas_call(spec)
+    assert call.function == "cblas_sgemm" and call.beta == spec.beta
+    assert any("beta is not 0" in g.why for g in call.guards)
+
+
+def test_unknown_backend_is_an_error():
+    with pytest.raises(KernelfarerError, match="unknown backend"):
+        backends.get_backend("mkl")
+
+
+def test_polycc_variant_runs_the_polycc_found_on_path(tmp_path):
+    """A stand-in polycc (it copies the file, #pragma scop and all) shows the plumbing: the nest is
+    marked as Pluto's static control part, polycc's output is built, checked and timed."""
+    import os
+    import sys
+    fake = tmp_path / "bin" / "polycc"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\nin=$1; out=""\n'
+                    'while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done\n'
+                    'grep -q "#pragma scop" "$in" && cp "$in" "$out"\n')
+    fake.chmod(0o755)
+    env = dict(os.environ, PATH=f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    done = subprocess.run([sys.executable, "-m", "kernelfarer", "compare", str(SAMPLE),
+                           "--function", "sgemm", "--variants", "original,polycc", "--sizes", "8",
+                           "--rounds", "1", "--min-time", "0.001", "--no-progress"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    header, _, row = [line for line in done.stdout.splitlines() if line.startswith("|")][:3]
+    assert "polycc" in header and "—" not in row
