@@ -1,11 +1,23 @@
-"""`make bench`: kernelfarer's rewrite of a naive GEMM against OpenBLAS and the naive loop itself.
+"""`make bench`: kernelfarer's rewrite of a naive GEMM against OpenBLAS (and the naive loop itself).
 
-For each element type, a naive row-major i-j-k GEMM is written to C, rewritten by kernelfarer, and
-linked into one program together with the unrewritten copy and a cblas_?gemm call.  The program
-runs the three on the same data, interleaved, best of several rounds, single-threaded, checks that
-the results agree, and prints GFLOP/s; this script prints the table of ratios.
+For each element type, naive row-major GEMMs are written to C, rewritten by kernelfarer, and linked
+into one program together with an unrewritten copy and a cblas_?gemm call:
 
-    OPENBLAS_NUM_THREADS=1 python bench/bench_gemm.py [--sizes 64,256,1024,2048] [--rounds 5]
+- `kf_gemm(m, n, k, a, b, c)`: sizes known only at run time (every shape of the table);
+- `kf_gemm_cN(a, b, c)`: the same loop with the sizes written as constants N (the "const" rows, for
+  the small square sizes): the rewritten call then passes constants to the driver.
+
+The program runs the variants on the same data, interleaved, best of several rounds,
+single-threaded (OPENBLAS_NUM_THREADS=1), checks that the results agree, and prints GFLOP/s.  Times
+are the thread's CPU time (CLOCK_THREAD_CPUTIME_ID; --wall for wall-clock time): on a shared
+machine a run that loses the core for a while is not charged for it, so ratios stay stable.  A
+tiny FMA-throughput loop (12 independent FMA chains in ymm registers) measures this core's peak, so
+the table also gives the percentage of the measured peak.  Shapes are M x N x K: C is M x N, A is
+M x K, B is K x N, all row-major and contiguous.
+
+    OPENBLAS_NUM_THREADS=1 python bench/bench_gemm.py [--sizes 32,64,...,2048]
+        [--shapes 1000x999x1001,...] [--const-sizes 32,64,128] [--dtypes f32,f64] [--rounds 5]
+        [--naive-limit 256] [-- kernelfarer rewrite options, e.g. --kc 256]
 """
 
 from __future__ import annotations
@@ -18,7 +30,10 @@ import tempfile
 import time
 
 CC = os.environ.get("CC", "clang-19")
-NAIVE_LIMIT = 1024          # the naive loop is timed up to this size (2048 would take ~40 s)
+
+SIZES = "32,64,128,256,512,1024,2048"
+SHAPES = "1000x999x1001,64x2048x64,2048x64x2048,1x2048x2048,2048x2048x1,7x1024x1024,1024x7x1024"
+CONST_SIZES = "32,64,128"
 
 GEMM = """\
 void {name}(int m, int n, int k, const {t} *a, const {t} *b, {t} *c)
@@ -30,6 +45,54 @@ void {name}(int m, int n, int k, const {t} *a, const {t} *b, {t} *c)
 }}
 """
 
+GEMM_CONST = """\
+void {name}(const {t} *a, const {t} *b, {t} *c)
+{{
+    for (int i = 0; i < {n}; i++)
+        for (int j = 0; j < {n}; j++)
+            for (int p = 0; p < {n}; p++)
+                c[i * {n} + j] += a[i * {n} + p] * b[p * {n} + j];
+}}
+"""
+
+PEAK = r"""
+#include <immintrin.h>
+#include <stdio.h>
+#include <time.h>
+#ifndef KF_CLOCK
+#define KF_CLOCK CLOCK_THREAD_CPUTIME_ID
+#endif
+static double now(void) { struct timespec ts; clock_gettime(KF_CLOCK, &ts); return ts.tv_sec + 1e-9 * ts.tv_nsec; }
+#define CHAINS(V, FMA, SET1, OUT)                                                       \
+    V x0 = SET1(1), x1 = x0, x2 = x0, x3 = x0, x4 = x0, x5 = x0, x6 = x0, x7 = x0,     \
+      x8 = x0, x9 = x0, x10 = x0, x11 = x0, m = SET1(0.999999), d = SET1(1e-7);        \
+    for (long i = 0; i < iters; i++) {                                                  \
+        x0 = FMA(x0, m, d); x1 = FMA(x1, m, d); x2 = FMA(x2, m, d); x3 = FMA(x3, m, d);   \
+        x4 = FMA(x4, m, d); x5 = FMA(x5, m, d); x6 = FMA(x6, m, d); x7 = FMA(x7, m, d);   \
+        x8 = FMA(x8, m, d); x9 = FMA(x9, m, d); x10 = FMA(x10, m, d); x11 = FMA(x11, m, d); \
+        __asm__ volatile("" : "+x"(x0), "+x"(x1), "+x"(x2), "+x"(x3), "+x"(x4), "+x"(x5),  \
+                         "+x"(x6), "+x"(x7), "+x"(x8), "+x"(x9), "+x"(x10), "+x"(x11));   \
+    }                                                                                   \
+    OUT = x0[0] + x1[0] + x2[0] + x3[0] + x4[0] + x5[0] + x6[0] + x7[0] + x8[0] + x9[0] + x10[0] + x11[0];
+__attribute__((noinline, target("avx2,fma"))) static double run_ps(long iters)
+{ double out; CHAINS(__m256, _mm256_fmadd_ps, _mm256_set1_ps, out) return out; }
+__attribute__((noinline, target("avx2,fma"))) static double run_pd(long iters)
+{ double out; CHAINS(__m256d, _mm256_fmadd_pd, _mm256_set1_pd, out) return out; }
+int main(void)
+{
+    const long iters = 50000000;
+    double best_s = 1e30, best_d = 1e30, sink = 0;
+    for (int r = 0; r < 7; r++) {
+        double t = now(); sink += run_ps(iters); t = now() - t; if (t < best_s) best_s = t;
+        t = now(); sink += run_pd(iters); t = now() - t; if (t < best_d) best_d = t;
+    }
+    /* 12 FMAs per trip, 2 FLOP per lane */
+    printf("%g %g %g\n", iters * 12.0 * 8 * 2 / best_s * 1e-9, iters * 12.0 * 4 * 2 / best_d * 1e-9,
+           sink);
+    return 0;
+}
+"""
+
 HARNESS = r"""
 #include <cblas.h>
 #include <math.h>
@@ -37,47 +100,67 @@ HARNESS = r"""
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifndef KF_CLOCK
+#define KF_CLOCK CLOCK_THREAD_CPUTIME_ID
+#endif
 typedef {t} T;
 void naive_gemm(int, int, int, const T *, const T *, T *);
 void kf_gemm(int, int, int, const T *, const T *, T *);
-static double now(void) {{ struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec + 1e-9 * ts.tv_nsec; }}
+{const_decls}
+typedef void (*const_fn)(const T *, const T *, T *);
+static const struct {{ int n; const_fn fn; }} consts[] = {{ {const_table} {{0, 0}} }};
+static double now(void) {{ struct timespec ts; clock_gettime(KF_CLOCK, &ts); return ts.tv_sec + 1e-9 * ts.tv_nsec; }}
+static void *alloc(size_t bytes) {{ void *p = 0; return posix_memalign(&p, 64, bytes ? bytes : 64) ? 0 : p; }}
+/* usage: bench M N K ROUNDS NAIVE CONST: CONST != 0 times kf_gemm_cN (M = N = K) instead of kf_gemm */
 int main(int argc, char **argv)
 {{
-    int n = atoi(argv[1]), rounds = atoi(argv[2]), naive_ok = atoi(argv[3]);
-    size_t nn = (size_t)n * n;
-    T *a = malloc(nn * sizeof(T)), *b = malloc(nn * sizeof(T));
-    T *c0 = malloc(nn * sizeof(T)), *c1 = malloc(nn * sizeof(T)), *c2 = malloc(nn * sizeof(T));
-    unsigned s = 7;
-    for (size_t x = 0; x < nn; x++) {{
-        s = s * 1103515245u + 12345u; a[x] = (T)((s >> 16) % 7) - 3;
-        s = s * 1103515245u + 12345u; b[x] = (T)((s >> 16) % 7) - 3;
+    if (argc != 7) return 2;
+    int m = atoi(argv[1]), n = atoi(argv[2]), k = atoi(argv[3]), rounds = atoi(argv[4]);
+    int naive_ok = atoi(argv[5]), use_const = atoi(argv[6]);
+    const_fn cfn = 0;
+    if (use_const) {{
+        for (int x = 0; consts[x].n; x++)
+            if (consts[x].n == m && m == n && n == k) cfn = consts[x].fn;
+        if (!cfn) return 3;
     }}
+    size_t na = (size_t)m * k, nb = (size_t)k * n, nc = (size_t)m * n;
+    T *a = alloc(na * sizeof(T)), *b = alloc(nb * sizeof(T));
+    T *c0 = alloc(nc * sizeof(T)), *c1 = alloc(nc * sizeof(T)), *c2 = alloc(nc * sizeof(T));
+    unsigned s = 7;
+    for (size_t x = 0; x < na; x++) {{ s = s * 1103515245u + 12345u; a[x] = (T)((s >> 16) % 7) - 3; }}
+    for (size_t x = 0; x < nb; x++) {{ s = s * 1103515245u + 12345u; b[x] = (T)((s >> 16) % 7) - 3; }}
+    double flop = 2.0 * m * n * (double)k;
     /* Small problems are repeated so that one timing lasts at least ~20 ms. */
-    int reps = 1;
-    while (reps < 100000 && 2.0 * n * n * (double)n * reps < 4e8) reps *= 2;
+    long reps = 1;
+    while (reps < 1000000 && flop * reps < 1e9) reps *= 2;
     double best[3] = {{1e30, 1e30, 1e30}};
     for (int r = 0; r < rounds; r++) {{
         for (int v = 0; v < 3; v++) {{
             if (v == 2 && !naive_ok) continue;
             T *c = v == 0 ? c0 : v == 1 ? c1 : c2;
-            memset(c, 0, nn * sizeof(T));
+            memset(c, 0, nc * sizeof(T));
+            long times = v == 2 ? 1 : reps;
             double t0 = now();
-            for (int q = 0; q < reps; q++) {{
-                if (v == 0) kf_gemm(n, n, n, a, b, c);
-                else if (v == 1) cblas_{x}gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 1, c, n);
-                else naive_gemm(n, n, n, a, b, c);
-                if (v == 2) break;
+            for (long q = 0; q < times; q++) {{
+                if (v == 0) {{
+                    if (cfn) cfn(a, b, c);
+                    else kf_gemm(m, n, k, a, b, c);
+                }} else if (v == 1) {{
+                    cblas_{x}gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1, a, k, b, n, 1, c, n);
+                }} else {{
+                    naive_gemm(m, n, k, a, b, c);
+                }}
             }}
-            double t = (now() - t0) / (v == 2 ? 1 : reps);
+            double t = (now() - t0) / times;
             if (t < best[v]) best[v] = t;
         }}
     }}
+    /* every variant summed the same small integers; kernelfarer ran as often as OpenBLAS */
     double diff = 0;
-    for (size_t x = 0; x < nn; x++) {{
+    for (size_t x = 0; x < nc; x++) {{
         double d = fabs((double)c0[x] - (double)c1[x]);
         if (d > diff) diff = d;
     }}
-    double flop = 2.0 * n * n * (double)n;
     printf("%g %g %g %g\n", flop / best[0] * 1e-9, flop / best[1] * 1e-9,
            naive_ok ? flop / best[2] * 1e-9 : 0.0, diff);
     return 0;
@@ -85,7 +168,17 @@ int main(int argc, char **argv)
 """
 
 
-def build(dtype: str, workdir: str) -> tuple[str, float]:
+def measure_peak(workdir: str, clock: list[str]) -> tuple[float, float]:
+    src, exe = os.path.join(workdir, "peak.c"), os.path.join(workdir, "peak")
+    with open(src, "w") as f:
+        f.write(PEAK)
+    subprocess.run([CC, "-O2", *clock, src, "-o", exe], check=True)
+    out = subprocess.run([exe], check=True, capture_output=True, text=True).stdout.split()
+    return float(out[0]), float(out[1])
+
+
+def build(dtype: str, workdir: str, const_sizes: list[int], rewrite_options: list[str],
+          clock: list[str]):
     t = "float" if dtype == "f32" else "double"
     x = "s" if dtype == "f32" else "d"
     naive = os.path.join(workdir, f"naive_{dtype}.c")
@@ -96,45 +189,104 @@ def build(dtype: str, workdir: str) -> tuple[str, float]:
         f.write(GEMM.format(name="naive_gemm", t=t))
     with open(plain, "w") as f:
         f.write(GEMM.format(name="kf_gemm", t=t))
+        for n in const_sizes:
+            f.write(GEMM_CONST.format(name=f"kf_gemm_c{n}", t=t, n=n))
+    decls = "".join(f"void kf_gemm_c{n}(const T *, const T *, T *);\n" for n in const_sizes)
+    table = "".join(f"{{{n}, kf_gemm_c{n}}}, " for n in const_sizes)
     with open(harness, "w") as f:
-        f.write(HARNESS.format(t=t, x=x))
+        f.write(HARNESS.format(t=t, x=x, const_decls=decls, const_table=table))
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "kernelfarer", "rewrite", plain, "-o", fast, "--remarks"],
-                   check=True)
+    done = subprocess.run([sys.executable, "-m", "kernelfarer", "rewrite", plain, "-o", fast,
+                           "--remarks", *rewrite_options], check=True, capture_output=True,
+                          text=True)
     rewrite_seconds = time.perf_counter() - start
+    kernels = sorted({line.split(" with kernel ")[1].split()[0] for line in done.stderr.splitlines()
+                      if " with kernel " in line})
     exe = os.path.join(workdir, f"bench_{dtype}")
-    subprocess.run([CC, "-O3", "-march=native", naive, fast, harness, "-o", exe,
+    subprocess.run([CC, "-O3", "-march=native", *clock, naive, fast, harness, "-o", exe,
                     "-I/usr/include/x86_64-linux-gnu", "-lopenblas", "-lm"], check=True)
-    return exe, rewrite_seconds
+    return exe, rewrite_seconds, kernels
+
+
+def parse_shape(text: str) -> tuple[int, int, int]:
+    m, n, k = (int(v) for v in text.lower().split("x"))
+    return m, n, k
+
+
+def target_for(m: int, n: int, k: int, const: bool) -> tuple[str, float]:
+    """The issue's target for this row: (description, minimum ratio to OpenBLAS)."""
+    if m == n == k:
+        if const and m <= 128:
+            return ">= 1.00 (const)", 1.0
+        if m >= 256:
+            return ">= 0.95", 0.95
+        return "-", 0.0
+    return ">= 0.90 (odd)", 0.9
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="64,256,1024,2048")
+    parser.add_argument("--sizes", default=SIZES, help="square sizes N (comma-separated)")
+    parser.add_argument("--shapes", default=SHAPES, help="MxNxK shapes (comma-separated, or '')")
+    parser.add_argument("--const-sizes", default=CONST_SIZES,
+                        help="square sizes also timed with compile-time-constant sizes")
     parser.add_argument("--dtypes", default="f32,f64")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--naive-limit", type=int, default=256,
+                        help="time the naive loop up to this N (it is slow)")
+    parser.add_argument("--wall", action="store_true",
+                        help="time wall-clock (CLOCK_MONOTONIC) instead of the thread's CPU time")
+    parser.add_argument("rewrite_options", nargs="*",
+                        help="passed to kernelfarer rewrite (after --), e.g. --kc 256")
     args = parser.parse_args()
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    sizes = [int(s) for s in args.sizes.split(",")]
+    split = lambda text: [v for v in text.split(",") if v]
+    sizes = [int(s) for s in split(args.sizes)]
+    shapes = [(n, n, n, False) for n in sizes]
+    const_sizes = [int(s) for s in split(args.const_sizes)]
+    shapes += [(n, n, n, True) for n in const_sizes]
+    shapes += [(*parse_shape(s), False) for s in split(args.shapes)]
     rows = []
+    clock = ["-DKF_CLOCK=CLOCK_MONOTONIC"] if args.wall else []
     with tempfile.TemporaryDirectory(prefix="kf-bench-") as workdir:
-        for dtype in args.dtypes.split(","):
-            exe, rewrite_seconds = build(dtype, workdir)
-            print(f"{dtype}: rewrite took {rewrite_seconds:.2f} s", flush=True)
-            for n in sizes:
-                done = subprocess.run([exe, str(n), str(args.rounds), str(int(n <= NAIVE_LIMIT))],
+        peak32, peak64 = measure_peak(workdir, clock)
+        print(f"measured peak FMA throughput: f32 {peak32:.1f} GFLOP/s, f64 {peak64:.1f} GFLOP/s",
+              flush=True)
+        for dtype in split(args.dtypes):
+            exe, rewrite_seconds, kernels = build(dtype, workdir, const_sizes,
+                                                  args.rewrite_options, clock)
+            peak = peak32 if dtype == "f32" else peak64
+            print(f"{dtype}: rewrite took {rewrite_seconds:.2f} s; kernels {', '.join(kernels)}",
+                  flush=True)
+            for m, n, k, const in shapes:
+                naive_ok = not const and max(m, n, k) <= args.naive_limit
+                done = subprocess.run([exe, str(m), str(n), str(k), str(args.rounds),
+                                       str(int(naive_ok)), str(int(const))],
                                       check=True, capture_output=True, text=True)
                 kf, blas, naive, diff = (float(v) for v in done.stdout.split())
-                rows.append((dtype, n, kf, blas, naive, diff))
-                print(f"  N={n:5d} kernelfarer {kf:7.2f}  OpenBLAS {blas:7.2f}  ratio {kf / blas:5.2f}"
-                      + (f"  naive {naive:6.2f}  speedup {kf / naive:6.1f}x" if naive else ""),
-                      flush=True)
+                rows.append((dtype, m, n, k, const, kf, blas, naive, diff, peak))
+                label = f"{m}x{n}x{k}" + (" const" if const else "")
+                print(f"  {label:>20} kernelfarer {kf:7.2f}  OpenBLAS {blas:7.2f}  "
+                      f"ratio {kf / blas:5.2f}  {100 * kf / peak:5.1f}% of peak"
+                      + (f"  naive {naive:6.2f}" if naive else ""), flush=True)
     print()
-    print("| dtype | N | kernelfarer GFLOP/s | OpenBLAS GFLOP/s | ratio | naive GFLOP/s | vs naive | max diff |")
-    print("|---|---|---|---|---|---|---|---|")
-    for dtype, n, kf, blas, naive, diff in rows:
-        naive_text = f"{naive:.2f} | {kf / naive:.0f}x" if naive else "— | —"
-        print(f"| {dtype} | {n} | {kf:.1f} | {blas:.1f} | {kf / blas:.2f} | {naive_text} | {diff:g} |")
+    print(f"measured peak: f32 {peak32:.1f} GFLOP/s, f64 {peak64:.1f} GFLOP/s (one core)")
+    print()
+    print("| dtype | M x N x K | sizes | kernelfarer GFLOP/s | OpenBLAS GFLOP/s | ratio | target "
+          "| % of peak | naive GFLOP/s | max diff |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    misses = 0
+    for dtype, m, n, k, const, kf, blas, naive, diff, peak in rows:
+        goal, minimum = target_for(m, n, k, const)
+        ratio = kf / blas
+        mark = "" if ratio >= minimum else " (missed)"
+        misses += ratio < minimum
+        shape = f"{m}" if m == n == k else f"{m}x{n}x{k}"
+        naive_text = f"{naive:.2f}" if naive else "-"
+        print(f"| {dtype} | {shape} | {'const' if const else 'run-time'} | {kf:.1f} | {blas:.1f} "
+              f"| {ratio:.2f}{mark} | {goal} | {100 * kf / peak:.0f}% | {naive_text} | {diff:g} |")
+    print()
+    print(f"{misses} row(s) below target" if misses else "all rows meet their targets")
     return 0
 
 
