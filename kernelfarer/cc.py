@@ -144,7 +144,6 @@ class Outcome:
     path: str
     error: str | None = None
     compile_text: str | None = None      # None: nothing was replaced
-    encoding: str = "utf-8"
     remarks: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     nests: list[dict] = field(default_factory=list)
@@ -162,12 +161,7 @@ def _rewrite_one(path: str, cppflags: tuple[str, ...], target: str) -> Outcome:
     outcome = Outcome(path, remarks=[r.message() for r in result.remarks], notes=list(result.notes),
                       nests=[r.to_json() for r in result.remarks])
     if result.edits:
-        raw = open(path, "rb").read()
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError:
-            outcome.encoding = "latin-1"
-        original = SourceText.read(path).text
+        original = SourceText.read(path).text     # non-UTF-8 bytes as surrogate escapes
         edits = [(e.start, e.end, e.text) for e in result.edits]
         spliced, pos = [], 0
         for start, end, text in edits:
@@ -256,10 +250,7 @@ def has_for_loop(path: str) -> bool:
     if b"for" not in raw:
         return False
     from kernelfarer.scan import tokenize
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        text = raw.decode("latin-1")
+    text = raw.decode("utf-8", errors="surrogateescape")
     return any(t.kind == "ident" and t.text == "for" for t in tokenize(text))
 
 
@@ -396,7 +387,7 @@ class Job:
                 os.mkdir(os.path.join(tmp, str(k)))
                 path = os.path.join(tmp, str(k), os.path.basename(src.path))
                 with open(path, "wb") as f:
-                    f.write(outcome.compile_text.encode(outcome.encoding))
+                    f.write(outcome.compile_text.encode("utf-8", errors="surrogateescape"))
                 args[src.index] = path
                 temps.append((path, src.path))
                 directory = os.path.dirname(src.path) or "."

@@ -147,7 +147,9 @@ def _write_output(result: RewriteResult, args: argparse.Namespace) -> None:
     elif args.output:
         _write_atomically(args.output, result.text)
     else:
-        sys.stdout.write(result.text)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(result.text.encode("utf-8", errors="surrogateescape"))
+        sys.stdout.buffer.flush()
 
 
 def _write_atomically(path: str, text: str) -> None:
@@ -157,7 +159,7 @@ def _write_atomically(path: str, text: str) -> None:
     except OSError as exc:
         raise KernelfarerError(f"cannot write {path}: {exc.strerror}") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
             f.write(text)
         if os.path.exists(path):
             os.chmod(tmp, os.stat(path).st_mode & 0o7777)

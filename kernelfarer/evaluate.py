@@ -24,8 +24,17 @@ _GEN = c_generator.CGenerator()
 Lin = dict  # basis name -> Poly coefficient over scalar symbols
 
 
+# A literal zero.  Adding it changes nothing (x + 0 == x, signed zeros included for the sums a
+# GEMM forms), but multiplying by it does not give zero in IEEE arithmetic (0 * NaN is NaN): the
+# product keeps its terms with a symbolic zero coefficient, so `0.0f * C` stays a beta of 0.
+ZERO = "zero"
+
+
 def lin_add(a: Lin, b: Lin, sign: int = 1) -> Lin:
-    out = dict(a)
+    out = {k: v for k, v in a.items() if k != ZERO}
+    b = {k: v for k, v in b.items() if k != ZERO}
+    if not out and not b and (ZERO in a):
+        return {ZERO: Poly.const(1)}
     for key, coef in b.items():
         out[key] = out.get(key, Poly.const(0)) + (coef if sign > 0 else -coef)
         if out[key].is_zero():
@@ -108,7 +117,7 @@ class Evaluator:
             text = node.value.lower().rstrip("fl")
             try:
                 if float(text) == 0.0:
-                    return {}
+                    return {ZERO: Poly.const(1)}
             except ValueError:
                 pass
             is_float = node.value.lower().endswith("f")
@@ -121,7 +130,7 @@ class Evaluator:
         if node.type == "char" or node.type == "string":
             raise NotGemm(f"constant {node.value} in the loop body")
         value, _ = _int_value(node)
-        return {"one": Poly.const(value)} if value else {}
+        return {"one": Poly.const(value)} if value else {ZERO: Poly.const(1)}
 
     def _scalar_param(self, node: c_ast.Node) -> Lin:
         try:
@@ -146,6 +155,12 @@ class Evaluator:
         return {"one": Poly.symbol(name)}
 
     def _multiply(self, a: Lin, b: Lin) -> Lin:
+        if ZERO in a or ZERO in b:
+            other = b if ZERO in a else a
+            rest = {k: v for k, v in other.items() if k not in (ZERO, "one")}
+            if not rest:
+                return {ZERO: Poly.const(1)}
+            return lin_scale(rest, Poly.symbol("0"))
         if not a or not b:
             return {}
         if set(a) == {"one"}:

@@ -27,8 +27,8 @@ from kernelfarer.toolchain import clang_path
 _EXTENSION_DEFINES = (
     "-D__attribute__(x)=",
     "-D__extension__=",
-    "-D__asm__(x)=",
-    "-D__asm(x)=",
+    "-D__asm__(...)=",
+    "-D__asm(...)=",
     "-D__restrict=restrict",
     "-D__restrict__=restrict",
     "-D__inline=inline",
@@ -41,15 +41,20 @@ _EXTENSION_DEFINES = (
     "-D_Nullable=",
     "-D_Nonnull=",
     "-D__declspec(x)=",
+    "-D_Float16=short",
+    "-D__bf16=short",
     "-D__KERNELFARER__=1",
 )
 
 _CPP_TIMEOUT = 120
 
 
+_STUBS = os.path.join(os.path.dirname(__file__), "include", "kf_parse_stubs.h")
+
+
 def preprocess(path: str, cppflags: tuple[str, ...] = ()) -> str:
     """Run clang -E on the user's file with the user's flags; errors come back in clang's words."""
-    cmd = [clang_path(), "-E", *_EXTENSION_DEFINES, *cppflags, path]
+    cmd = [clang_path(), "-E", *_EXTENSION_DEFINES, "-include", _STUBS, *cppflags, path]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=_CPP_TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -114,10 +119,8 @@ class SourceText:
             raise KernelfarerError(f"no such file: {path}") from None
         except OSError as exc:
             raise KernelfarerError(f"cannot read {path}: {exc.strerror}") from None
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            text = raw.decode("latin-1")
+        # Bytes that are not UTF-8 survive as surrogate escapes and are written back unchanged.
+        text = raw.decode("utf-8", errors="surrogateescape")
         return cls(path, text)
 
     def is_here(self, coord) -> bool:
@@ -222,7 +225,11 @@ class SourceText:
             return self.text.rfind("\n", 0, first.offset) + 1
         boundary = self.tokens[j]
         newline = self.text.find("\n", boundary.end - 1 if boundary.kind == "directive" else boundary.end)
-        return len(self.text) if newline < 0 else newline + 1
+        start = len(self.text) if newline < 0 else newline + 1
+        first = self.tokens[j + 1].offset          # the definition's first token
+        # `static int calls; void mm(...)` on one line: insert right after the `;`, not inside
+        # the function.
+        return boundary.end if start > first else start
 
     def line_start(self, offset: int) -> int:
         return self.text.rfind("\n", 0, offset) + 1

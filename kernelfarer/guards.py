@@ -71,7 +71,8 @@ def alias_guards(c: Access, operands: list[Access], ranges: dict, dtype: DType) 
         op, rs, cs, rows, cols = ranges[role]
         guards.append(disjoint(c.array, c_op.base, extent(ldc, Poly.const(1), m, n),
                                acc.array, op.base, extent(rs, cs, rows, cols),
-                               f"(kf_index)sizeof({dtype.ctype})"))
+                               f"(kf_index)sizeof({dtype.ctype})",
+                               f"(kf_index)sizeof({acc.elem.spelling})"))
     return guards
 
 
@@ -132,7 +133,8 @@ def scalar_alias_guards(ev: Evaluator, facts: FunctionFacts, scope: Scope, c: Ac
         decl = scope.lookup(name) if not member else None
         if not member:
             t = scope.type_of(name)
-            if decl is None or not isinstance(t, Scalar) or t.kind != "float":
+            # Only a scalar of C's own element type can be changed by a store to C.
+            if decl is None or not isinstance(t, Scalar) or not dtype.is_result(t.kind, t.bits):
                 continue
             storage = decl.storage or []
             if not (scope.is_global(decl) or "static" in storage or "extern" in storage

@@ -20,7 +20,7 @@ from kernelfarer.affine import IndexConverter, NotAffine, Poly
 from kernelfarer.ctype import Scalar, Scope
 from kernelfarer.diagnostics import SourceLocation
 from kernelfarer.epilogue import epilogue_form
-from kernelfarer.evaluate import Evaluator, Lin, lin_add
+from kernelfarer.evaluate import ZERO, Evaluator, Lin, lin_add
 from kernelfarer.epilogue import PURE_FUNCTIONS
 from kernelfarer.fission import around_form
 from kernelfarer.guards import (FunctionFacts, alias_guards, bound_guards, disjoint, extent,
@@ -159,8 +159,14 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         row_start = acc.row_table[0].substitute_all(starts)
         symbol = row_stride_symbol(acc.array)
         table = f"(const void *const *)({acc.array}) + {row_start.to_c()}"
-        setup.append(f"const kf_index {symbol} = kf_row_stride({table}, {size}, "
-                     f"(kf_index)sizeof({dtype.ctype if acc is c_access else dtype.in_ctype}));")
+        # The rows are only read once every size is known to be positive (the table may be
+        # NULL for an empty product): the stride is set inside the guard chain, right after the
+        # size checks and before anything that uses it.
+        setup.append(f"kf_index {symbol} = 0;")
+        guards.insert(3, Guard(
+            f"({symbol} = kf_row_stride({table}, {size}, "
+            f"(kf_index)sizeof({dtype.ctype if acc is c_access else dtype.in_ctype})), 1)",
+            f"the row spacing of {acc.array}"))
         guards.append(Guard(f"kf_rows_uniform({table}, {size}, {symbol}, "
                             f"(kf_index)sizeof({dtype.ctype if acc is c_access else dtype.in_ctype}))",
                             f"the rows of {acc.array} are evenly spaced"))
@@ -350,6 +356,7 @@ def _epilogue_attempt(nest: LoopNest, scope: Scope, conv: IndexConverter, dtype:
 
 
 def _gemm_form(final: Lin, nest: LoopNest) -> tuple[Poly, Poly, CInit]:
+    final = {k: v for k, v in final.items() if k != ZERO}
     extra = set(final) - {"c0", "s"}
     if extra or "s" not in final:
         raise NotGemm("the stored value is not beta * C + alpha * (A B)")
@@ -395,6 +402,12 @@ def _check_invariants(nest: LoopNest, ev: Evaluator, facts: FunctionFacts, scope
     # assignments are given their final values after the fast path instead).
     outside = sorted(ev.scalars_written - ev.locals_)
     for name in outside:
+        decl = scope.lookup(name)
+        storage = (decl.storage or []) if decl is not None else []
+        if decl is None or scope.is_global(decl) or "static" in storage or "extern" in storage \
+                or name in facts.address_taken:
+            raise NotGemm(f"accumulator '{name}' is visible outside this function (its final "
+                          "value would change)")
         for node_id, harmless in facts.references.get(name, []):
             if node_id not in nest_ids and not harmless:
                 raise NotGemm(f"'{name}' is used after the nest (its final value would change)")
@@ -441,8 +454,8 @@ def _prove_reduction(nest: LoopNest, ev: Evaluator, c_access: Access, a_acc: Acc
         coeffs, _ = acc.index.split(iterators)
         constant[acc.array] = constant.get(acc.array, True) and all(
             c.is_const() for c in coeffs.values())
-    names = [acc.array for acc in arrays]
-    shared = {name for name in names if names.count(name) > 1}
+    # Only the result's array can make the nest in-place; A and B may well be one array (A^T A).
+    shared = {acc.array for acc in (a_acc, b_acc) if acc.array == c_access.array}
     for name in shared:
         if not constant[name]:
             raise NotGemm(f"'{name}' is both the result and an operand (in-place update)")

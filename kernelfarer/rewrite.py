@@ -181,8 +181,9 @@ def _splice(text: str, edits: list[_Edit]) -> str:
 def _syntax_errors(path: str, text: str, cppflags: tuple[str, ...]) -> str | None:
     directory = os.path.dirname(os.path.abspath(path))
     cmd = [clang_path(), "-fsyntax-only", "-w", "-x", "c", "-iquote", directory, *cppflags, "-"]
-    done = subprocess.run(cmd, input=text, capture_output=True, text=True, timeout=120)
-    return None if done.returncode == 0 else done.stderr.strip()
+    done = subprocess.run(cmd, input=text.encode("utf-8", errors="surrogateescape"),
+                          capture_output=True, timeout=120)
+    return None if done.returncode == 0 else done.stderr.decode("utf-8", "replace").strip()
 
 
 def _verify(path: str, text: str, cppflags: tuple[str, ...]) -> None:
@@ -190,7 +191,7 @@ def _verify(path: str, text: str, cppflags: tuple[str, ...]) -> None:
     errors = _syntax_errors(path, text, cppflags)
     if errors is None:
         return
-    with open(path, encoding="utf-8", errors="replace") as f:
+    with open(path, encoding="utf-8", errors="surrogateescape") as f:
         original_errors = _syntax_errors(path, f.read(), cppflags)
     if original_errors is not None:
         return   # the original does not compile on its own either: not ours to judge

@@ -31,6 +31,7 @@ def test_regular_install_ships_subpackages_and_templates(tmp_path):
     assert done.returncode == 0, done.stderr
     assert (target / "kernelfarer" / "transforms" / "blocking.py").is_file()
     assert (target / "kernelfarer" / "templates" / "driver.c.j2").is_file()
+    assert (target / "kernelfarer" / "include" / "kf_parse_stubs.h").is_file()
     assert (target / "kernelfarer" / "templates" / "kernels" / "x86_avx2.c.j2").is_file()
     assert not (target / "transforms").exists() and not (target / "templates").exists()
     # The installed copy (not the repository) renders a driver.
