@@ -1,0 +1,9 @@
+/* expect: not C += A * B */
+/* A sum instead of a product: C[i][j] accumulates A[i][k] + B[k][j]. */
+void sum_outer(int m, int n, int p, double C[m][n], const double A[m][p], const double B[p][n])
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            for (int k = 0; k < p; k++)
+                C[i][j] += A[i][k] + B[k][j];
+}
