@@ -127,7 +127,7 @@ def test_generated_cases(seed, target, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("target", RUNNABLE)
-@pytest.mark.parametrize("seed", range(100, 120))
+@pytest.mark.parametrize("seed", range(100, 140))
 def test_generated_cases_long(seed, target, tmp_path):
     stats = run_batch(seed * 7919 + len(target), tmp_path, target)
     assert stats["cases"] == CASES_PER_BATCH
