@@ -1,0 +1,689 @@
+"""Exact tests of every kernel path of the x86 and generic targets, on small-integer data.
+
+For each (target, element type) the support code (emit.render_support) is compiled into a shared
+library together with exported wrappers of its driver, its pack routines, its packed micro-kernel and
+its direct (unpacked) kernel; cffi calls them on operands that end right before a PROT_NONE guard
+page (a read past the last element faults), with NaN in every padding element of A and B (an element
+read that should not be changes the result) and a sentinel in C around the m x n corner (a stray
+write shows).  Every result is compared exactly with a naive reference.
+
+Paths: the driver as planned (small problems direct, the rest packed, the switch between them
+checked through the KERNELFARER_TRACE counter `kernelfarer_direct_calls`; the direct path's
+column-panel walk for k blocks above 16 and row-panel walk below, B panels in place and copied),
+the driver forced to pack
+everything (plan.direct off) and forced to run everything direct (direct_policy.elems huge), each with
+the analytical and with tiny cache blocks (every mc, kc, nc edge crossed at small sizes).  Operands:
+A and B plain and transposed, leading dimensions larger than the matrix, alpha 1/2, beta 0/1/3,
+load_c 0 (C full of NaN, never read) and 1.  The AVX-512 code is compiled (clang-19 and gcc-12) and
+its k loops are checked for spills, but runs only on a host that has AVX-512F.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import mmap
+import re
+import shutil
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import CLANG, host_runs
+from kernelfarer import emit, targets
+from kernelfarer.plan import KernelPlan, make_plan
+from kernelfarer.targets import DType
+
+GCC = shutil.which("gcc-12") or shutil.which("gcc")
+OBJDUMP = shutil.which("llvm-objdump-19") or shutil.which("llvm-objdump")
+WARN_FLAGS = ("-Wall", "-Wextra", "-Werror")
+
+NUMPY = {DType.F32: np.float32, DType.F64: np.float64, DType.I32: np.int32,
+         DType.I64: np.int64, DType.I8I32: np.int8}
+CDEF_T = {DType.F32: "float", DType.F64: "double", DType.I32: "int", DType.I64: "long",
+          DType.I8I32: "int"}
+CDEF_I = {DType.F32: "float", DType.F64: "double", DType.I32: "int", DType.I64: "long",
+          DType.I8I32: "signed char"}
+SENTINEL = -77          # C elements outside the m x n corner hold this; they must keep it
+
+WRAPPERS = """
+/* exported entry points of the test library */
+{attr} int t_driver(kf_index m, kf_index n, kf_index k, {T} alpha, const {I} *a, kf_index rsa,
+        kf_index csa, const {I} *b, kf_index rsb, kf_index csb, {T} beta, int load_c, {T} *c,
+        kf_index ldc)
+{{
+    return {driver}(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, load_c, c, ldc);
+}}
+{attr} void t_pack_a(kf_index m, kf_index k, const {I} *a, kf_index rsa, kf_index csa, {I} *ap)
+{{
+    {pack_a}(m, k, a, rsa, csa, ap);
+}}
+{attr} void t_pack_b(kf_index k, kf_index n, const {I} *b, kf_index rsb, kf_index csb, {I} *bp)
+{{
+    {pack_b}(k, n, b, rsb, csb, bp);
+}}
+{attr} void t_kernel(kf_index k, const {I} *a, const {I} *b, {T} *c, kf_index ldc, kf_index m,
+        kf_index n, {T} alpha, {T} beta, int load_c)
+{{
+    {kernel}(k, a, b, c, ldc, m, n, alpha, beta, load_c);
+}}
+"""
+
+DIRECT_WRAPPER = """
+{attr} void t_direct(kf_index k, const {I} *a, kf_index rsa, kf_index csa, const {I} *b,
+        kf_index rsb, {T} *c, kf_index ldc, kf_index m, kf_index n, {T} alpha, {T} beta,
+        int load_c)
+{{
+    {direct}(k, a, rsa, csa, b, rsb, c, ldc, m, n, alpha, beta, load_c);
+}}
+"""
+
+CDEF = """
+int t_driver(long m, long n, long k, {T} alpha, const {I} *a, long rsa, long csa, const {I} *b,
+             long rsb, long csb, {T} beta, int load_c, {T} *c, long ldc);
+void t_pack_a(long m, long k, const {I} *a, long rsa, long csa, {I} *ap);
+void t_pack_b(long k, long n, const {I} *b, long rsb, long csb, {I} *bp);
+void t_kernel(long k, const {I} *a, const {I} *b, {T} *c, long ldc, long m, long n, {T} alpha,
+              {T} beta, int load_c);
+void t_direct(long k, const {I} *a, long rsa, long csa, const {I} *b, long rsb, {T} *c, long ldc,
+              long m, long n, {T} alpha, {T} beta, int load_c);
+extern long kernelfarer_direct_calls;
+"""
+
+
+def library_source(plan: KernelPlan) -> str:
+    names = dict(attr=plan.attribute, T=plan.ctype, I=plan.in_ctype, driver=plan.driver_name,
+                 pack_a=plan.pack_a_name, pack_b=plan.pack_b_name, kernel=plan.kernel_name,
+                 direct=plan.direct_name)
+    text = emit.render_support([plan]) + WRAPPERS.format(**names)
+    if plan.direct:
+        text += DIRECT_WRAPPER.format(**names)
+    else:
+        text += "long kernelfarer_direct_calls;\n"
+    return text
+
+
+def run(cmd: list[str]) -> subprocess.CompletedProcess:
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"$ {' '.join(cmd)}\n{done.stdout}{done.stderr}"
+    return done
+
+
+# -- guarded operands -----------------------------------------------------------------------------
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+
+
+class Guarded:
+    """`count` elements of `dtype` that end right before a PROT_NONE page."""
+
+    def __init__(self, count: int, dtype) -> None:
+        itemsize = np.dtype(dtype).itemsize
+        nbytes = max(1, count) * itemsize
+        pages = -(-nbytes // mmap.PAGESIZE)
+        self._map = mmap.mmap(-1, (pages + 1) * mmap.PAGESIZE)
+        raw = np.frombuffer(self._map, dtype=np.uint8)
+        guard = raw.ctypes.data + pages * mmap.PAGESIZE
+        assert _libc.mprotect(guard, mmap.PAGESIZE, 0) == 0
+        offset = pages * mmap.PAGESIZE - nbytes
+        self.array = np.frombuffer(self._map, dtype=dtype, count=max(1, count), offset=offset)
+        self.address = self.array.ctypes.data
+
+
+def unread_value(dtype: DType):
+    """What C holds where it must not be read (load_c == 0)."""
+    return np.nan if dtype.kind == "float" else 12345
+
+
+def padding_value(dtype: DType):
+    return np.nan if dtype.kind == "float" else 100  # ints: a large value shows in the sum
+
+
+class Operand:
+    """A matrix (rows x cols) stored at base[r*rs + c*cs] in a guarded buffer; every other element of
+    the buffer is padding."""
+
+    def __init__(self, values: np.ndarray, rs: int, cs: int, dtype: DType, pad) -> None:
+        rows, cols = values.shape
+        self.rs, self.cs = rs, cs
+        count = (rows - 1) * rs + (cols - 1) * cs + 1
+        self.buffer = Guarded(count, NUMPY[dtype])
+        self.buffer.array[:] = pad
+        index = (np.arange(rows)[:, None] * rs + np.arange(cols)[None, :] * cs)
+        self.buffer.array[index] = values
+        self.index = index
+
+    def pointer(self, ffi, ctype: str):
+        return ffi.cast(f"{ctype} *", self.buffer.address)
+
+
+def layout(rows: int, cols: int, transposed: bool, pad: int) -> tuple[int, int]:
+    """(row stride, column stride) of a rows x cols matrix, leading dimension `pad` larger."""
+    return (1, rows + pad) if transposed else (cols + pad, 1)
+
+
+def random_ints(rng, shape, low=-3, high=4) -> np.ndarray:
+    return rng.integers(low, high, size=shape).astype(np.int64)
+
+
+def reference(a, b, c0, alpha, beta, load_c):
+    acc = a.astype(np.int64) @ b.astype(np.int64)
+    if load_c:
+        return beta * c0 + alpha * acc
+    return alpha * acc
+
+
+class Library:
+    def __init__(self, plan: KernelPlan, path: Path) -> None:
+        import cffi
+        self.plan = plan
+        self.dtype = plan.dtype
+        self.ffi = cffi.FFI()
+        self.ffi.cdef(CDEF.format(T=CDEF_T[plan.dtype], I=CDEF_I[plan.dtype]))
+        self.lib = self.ffi.dlopen(str(path))
+
+    @property
+    def direct_calls(self) -> int:
+        return self.lib.kernelfarer_direct_calls
+
+    def gemm(self, rng, m, n, k, *, ta=False, tb=False, pad=0, cpad=0, alpha=1, beta=1,
+             load_c=1, nan_c=False, bpad=None):
+        """One driver call on fresh operands; asserts the exact result."""
+        dt, T, I = self.dtype, CDEF_T[self.dtype], CDEF_I[self.dtype]
+        a, b = random_ints(rng, (m, k)), random_ints(rng, (k, n))
+        A = Operand(a, *layout(m, k, ta, pad), dt, padding_value(dt))
+        B = Operand(b, *layout(k, n, tb, pad if bpad is None else bpad), dt, padding_value(dt))
+        ldc = n + cpad
+        c0 = random_ints(rng, (m, n))
+        C = Guarded(m * ldc, NUMPY_C[dt])
+        C.array[:] = SENTINEL
+        corner = C.array.reshape(m, ldc)[:, :n]
+        if load_c and not nan_c:
+            corner[:] = c0
+        else:
+            corner[:] = unread_value(dt)
+        ok = self.lib.t_driver(m, n, k, alpha, A.pointer(self.ffi, I), A.rs, A.cs,
+                               B.pointer(self.ffi, I), B.rs, B.cs, beta, load_c,
+                               self.ffi.cast(f"{T} *", C.address), ldc)
+        assert ok == 1
+        what = (f"{self.plan.driver_name} m={m} n={n} k={k} ta={ta} tb={tb} pad={pad} "
+                f"cpad={cpad} alpha={alpha} beta={beta} load_c={load_c}")
+        got = C.array.reshape(m, ldc)
+        if nan_c and load_c:
+            assert np.isnan(got[:, :n]).all(), what + ": beta * NaN must stay NaN"
+        else:
+            want = reference(a, b, c0, alpha, beta, load_c)
+            assert np.array_equal(got[:, :n], want), what + f"\n{got[:, :n]}\n!=\n{want}"
+        assert (got[:, n:] == SENTINEL).all(), what + ": C written outside the m x n corner"
+
+
+NUMPY_C = {DType.F32: np.float32, DType.F64: np.float64, DType.I32: np.int32, DType.I64: np.int64,
+           DType.I8I32: np.int32}
+
+
+# -- building -------------------------------------------------------------------------------------
+
+# "x86-avx512-emulated": the AVX-512 templates rendered with plan.isa naming plain-C emulations
+# of the vector operations (EMULATION), so their tile, edge, mask and variant logic runs on any host.
+EMULATED = "x86-avx512-emulated"
+RUN_TARGETS = ["generic", "x86-avx2", EMULATED]
+X86 = ["x86-avx2", "x86-avx512"]
+FLOATS = [DType.F32, DType.F64]
+
+EMULATION = """
+/* plain-C stand-ins for the AVX-512 operations the templates name (through plan.isa) */
+typedef struct {{ {T} v[{L}]; }} kf_emu_vec;
+typedef unsigned kf_emu_mask;
+static inline kf_emu_vec kf_emu_load(const {T} *p)
+{{ kf_emu_vec r; int i; for (i = 0; i < {L}; ++i) r.v[i] = p[i]; return r; }}
+static inline void kf_emu_store({T} *p, kf_emu_vec a)
+{{ int i; for (i = 0; i < {L}; ++i) p[i] = a.v[i]; }}
+static inline kf_emu_vec kf_emu_maskload(kf_emu_mask k, const {T} *p)
+{{ kf_emu_vec r; int i; for (i = 0; i < {L}; ++i) r.v[i] = (k >> i) & 1 ? p[i] : 0; return r; }}
+static inline void kf_emu_maskstore({T} *p, kf_emu_mask k, kf_emu_vec a)
+{{ int i; for (i = 0; i < {L}; ++i) if ((k >> i) & 1) p[i] = a.v[i]; }}
+static inline kf_emu_vec kf_emu_fmadd(kf_emu_vec a, kf_emu_vec b, kf_emu_vec c)
+{{ int i; for (i = 0; i < {L}; ++i) c.v[i] += a.v[i] * b.v[i]; return c; }}
+static inline kf_emu_vec kf_emu_mul(kf_emu_vec a, kf_emu_vec b)
+{{ int i; for (i = 0; i < {L}; ++i) a.v[i] *= b.v[i]; return a; }}
+static inline kf_emu_vec kf_emu_set1({T} x)
+{{ kf_emu_vec r; int i; for (i = 0; i < {L}; ++i) r.v[i] = x; return r; }}
+static inline kf_emu_vec kf_emu_setzero(void) {{ return kf_emu_set1(0); }}
+"""
+
+
+def emulated(plan: KernelPlan) -> KernelPlan:
+    isa = {**plan.isa, **{name: f"kf_emu_{name}" for name in (
+        "load", "store", "maskload", "maskstore", "fmadd", "mul", "set1", "setzero")},
+        "vec": "kf_emu_vec", "mask": "kf_emu_mask"}
+    return replace(plan, isa=isa, attribute="")
+
+
+def tiny_blocks(plan: KernelPlan) -> dict[str, int]:
+    """Cache blocks that small sizes cross: two register tiles per mc and nc, kc = 2 k-unrolls + 1
+    (not a multiple of the unroll: full kc blocks take the remainder loop)."""
+    return {"mc": 2 * plan.mr, "kc": 2 * len(plan.k_unroll) + 1, "nc": 2 * plan.nr}
+
+
+def variant_plan(target: str, dtype: DType, variant: str) -> KernelPlan:
+    real = targets.TARGETS["x86-avx512" if target == EMULATED else target]
+    plan = make_plan(real, dtype)
+    if variant.startswith("tiny"):
+        plan = make_plan(real, dtype, overrides=tiny_blocks(plan))
+    if variant.endswith("packed"):
+        plan = replace(plan, direct=False)
+    elif variant.endswith("direct"):
+        plan = replace(plan, direct_policy=replace(plan.direct_policy, elems=1 << 60))
+    return emulated(plan) if target == EMULATED else plan
+
+
+class Builds:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.cache: dict[tuple, Library] = {}
+
+    def library(self, target: str, dtype: DType, variant: str) -> Library:
+        key = (target, dtype, variant)
+        if key not in self.cache:
+            plan = variant_plan(target, dtype, variant)
+            d = self.root / f"{target}-{dtype.letter}-{variant}"
+            d.mkdir(parents=True, exist_ok=True)
+            src, lib = d / "lib.c", d / "lib.so"
+            text = library_source(plan)
+            if target == EMULATED:
+                text = EMULATION.format(T=plan.ctype, L=plan.lanes) + text
+            src.write_text(text)
+            # -O0 for the emulation: optimising dozens of inlined struct-vector tiles takes long
+            run([CLANG, "-O0" if target == EMULATED else "-O2", "-shared", "-fPIC",
+                 "-DKERNELFARER_TRACE", *WARN_FLAGS, str(src), "-o", str(lib)])
+            self.cache[key] = Library(plan, lib)
+        return self.cache[key]
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory) -> Builds:
+    return Builds(tmp_path_factory.mktemp("kernels"))
+
+
+def skip_unless_runs(target: str) -> None:
+    if target != EMULATED and not host_runs(target):
+        pytest.skip(f"this host does not run {target}")
+
+
+# -- the micro-kernels, called directly ----------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
+@pytest.mark.parametrize("target", RUN_TARGETS)
+def test_packed_kernel_every_corner(builds, target, dtype) -> None:
+    """The packed micro-kernel on panels from the pack routines: every m x n corner, k around the
+    unroll, load_c 0 / 1, alpha and beta."""
+    skip_unless_runs(target)
+    lib = builds.library(target, dtype, "default")
+    plan, ffi, T, I = lib.plan, lib.ffi, CDEF_T[dtype], CDEF_I[dtype]
+    rng = np.random.default_rng(1)
+    unroll = len(plan.k_unroll)
+    cases = 0
+    for k in (1, unroll - 1 or 1, unroll, unroll + 1, 3 * unroll + 2):
+        a, b = random_ints(rng, (plan.mr, k)), random_ints(rng, (k, plan.nr))
+        ap = Guarded(plan.mr * k, NUMPY[dtype])
+        bp = Guarded(plan.nr * k, NUMPY[dtype])
+        A = Operand(a, k, 1, dtype, 0)
+        B = Operand(b, plan.nr, 1, dtype, 0)
+        for m, n in itertools.product(range(1, plan.mr + 1), range(1, plan.nr + 1)):
+            # pack only the m x n corner: the routines zero-pad the rest of the panels
+            lib.lib.t_pack_a(m, k, A.pointer(ffi, I), k, 1, ffi.cast(f"{I} *", ap.address))
+            lib.lib.t_pack_b(k, n, B.pointer(ffi, I), plan.nr, 1, ffi.cast(f"{I} *", bp.address))
+            load_c, alpha, beta = cases % 2, 1 + cases % 3 // 2, (0, 1, 3)[cases % 3]
+            cases += 1
+            ldc = n + 3
+            C = Guarded(m * ldc, NUMPY_C[dtype])
+            C.array[:] = SENTINEL
+            c0 = random_ints(rng, (m, n))
+            C.array.reshape(m, ldc)[:, :n] = c0 if load_c else np.nan
+            lib.lib.t_kernel(k, ffi.cast(f"{I} *", ap.address), ffi.cast(f"{I} *", bp.address),
+                             ffi.cast(f"{T} *", C.address), ldc, m, n, alpha, beta, load_c)
+            got = C.array.reshape(m, ldc)
+            want = reference(a[:m], b[:, :n], c0, alpha, beta, load_c)
+            assert np.array_equal(got[:, :n], want), (m, n, k, alpha, beta, load_c)
+            assert (got[:, n:] == SENTINEL).all(), (m, n, k)
+    assert cases == 5 * plan.mr * plan.nr
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
+@pytest.mark.parametrize("target", RUN_TARGETS)
+def test_direct_kernel_every_corner(builds, target, dtype) -> None:
+    """The direct kernel on A and B in place: every tile height (each specialised variant) and
+    width (the narrow, masked variants), A plain and transposed, NaN in every element it must not
+    use, B's rows ending at a guard page (rounded up to the vector width, as the contract says)."""
+    skip_unless_runs(target)
+    lib = builds.library(target, dtype, "default")
+    plan, ffi, T, I = lib.plan, lib.ffi, CDEF_T[dtype], CDEF_I[dtype]
+    assert plan.direct and plan.direct_name.endswith("_direct")
+    rng = np.random.default_rng(2)
+    unroll = len(plan.k_unroll)
+    cases = 0
+    for k in (1, unroll, unroll + 1, 2 * unroll + 3):
+        for m, n in itertools.product(range(1, plan.direct_mr + 1), range(1, plan.nr + 1)):
+            ta = cases % 2 == 1
+            load_c, alpha, beta = cases // 2 % 2, 1 + cases % 3 // 2, (0, 1, 3)[cases % 3]
+            cases += 1
+            a, b = random_ints(rng, (m, k)), random_ints(rng, (k, n))
+            A = Operand(a, *layout(m, k, ta, 2), dtype, padding_value(dtype))
+            width = -(-n // plan.lanes) * plan.lanes      # the kernel reads whole vectors
+            B = Operand(np.pad(b, ((0, 0), (0, width - n))), width + 1, 1, dtype,
+                        padding_value(dtype))
+            B.buffer.array[B.index[:, n:]] = padding_value(dtype)
+            ldc = n + 2
+            C = Guarded(m * ldc, NUMPY_C[dtype])
+            C.array[:] = SENTINEL
+            c0 = random_ints(rng, (m, n))
+            C.array.reshape(m, ldc)[:, :n] = c0 if load_c else np.nan
+            lib.lib.t_direct(k, A.pointer(ffi, I), A.rs, A.cs, B.pointer(ffi, I), B.rs,
+                             ffi.cast(f"{T} *", C.address), ldc, m, n, alpha, beta, load_c)
+            got = C.array.reshape(m, ldc)
+            want = reference(a, b, c0, alpha, beta, load_c)
+            assert np.array_equal(got[:, :n], want), (m, n, k, ta, alpha, beta, load_c)
+            assert (got[:, n:] == SENTINEL).all(), (m, n, k)
+    assert cases == 4 * plan.direct_mr * plan.nr
+
+
+# -- the drivers ----------------------------------------------------------------------------------
+
+def edge_sizes(plan: KernelPlan) -> list[tuple[int, int, int]]:
+    """m, n, k around every edge the plan has: odd small sizes, the register tile (mr, nr, and the
+    direct kernel's rows), the k unroll, and the cache blocks mc, kc, nc."""
+    unroll = len(plan.k_unroll)
+    ms = sorted({1, 2, 3, 5, 7, 13, plan.mr - 1, plan.mr, plan.mr + 1,
+                 (plan.direct_mr or plan.mr) + 1, plan.mc - 1, plan.mc + 1} - {0})
+    ns = sorted({1, 3, 7, 13, plan.nr - 1, plan.nr, plan.nr + 1, plan.nc + 1} - {0})
+    ks = sorted({1, 2, unroll + 1, 13, plan.kc - 1, plan.kc, plan.kc + 1} - {0})
+    sizes = set()
+    # every value of each dimension with a few of the others (all pairs would be thousands)
+    for i, (m, n) in enumerate(itertools.product(ms, ns)):
+        sizes.add((m, n, ks[i % len(ks)]))
+    for i, (m, k) in enumerate(itertools.product(ms, ks)):
+        sizes.add((m, ns[i % len(ns)], k))
+    for i, (n, k) in enumerate(itertools.product(ns, ks)):
+        sizes.add((ms[i % len(ms)], n, k))
+    return sorted(s for s in sizes if s[0] * s[1] * s[2] <= 3_000_000)
+
+
+SCALARS = [  # (alpha, beta, load_c)
+    (1, 1, 1), (2, 3, 1), (1, 0, 1), (2, 1, 0), (1, 3, 0),
+]
+
+
+def check_driver(lib: Library, sizes, seed: int) -> int:
+    rng = np.random.default_rng(seed)
+    cases = 0
+    for i, (m, n, k) in enumerate(sizes):
+        ta, tb = bool(i & 1), bool(i & 2)
+        alpha, beta, load_c = SCALARS[i % len(SCALARS)]
+        pad = (0, 1, 3)[i % 3]
+        lib.gemm(rng, m, n, k, ta=ta, tb=tb, pad=pad, cpad=i % 2, alpha=alpha, beta=beta,
+                 load_c=load_c)
+        cases += 1
+    return cases
+
+
+DTYPES_RUN = {"generic": [DType.F32, DType.F64, DType.I32, DType.I8I32],
+              "x86-avx2": [DType.F32, DType.F64], EMULATED: [DType.F32, DType.F64]}
+
+
+@pytest.mark.parametrize("variant", ["default", "packed", "direct", "tiny", "tiny-packed",
+                                     "tiny-direct"])
+@pytest.mark.parametrize("target, dtype",
+                         [(t, d) for t in RUN_TARGETS for d in DTYPES_RUN[t]],
+                         ids=lambda v: v.letter if isinstance(v, DType) else v)
+def test_driver_paths(builds, target, dtype, variant) -> None:
+    skip_unless_runs(target)
+    lib = builds.library(target, dtype, variant)
+    sizes = edge_sizes(lib.plan)
+    before = lib.direct_calls
+    assert check_driver(lib, sizes, seed=len(sizes)) == len(sizes)
+    direct = lib.direct_calls - before
+    if variant.endswith("packed"):
+        assert direct == 0
+    elif variant.endswith("direct"):
+        assert direct == len(sizes)
+    else:
+        # these sizes are small or narrow: direct (test_small_problem_switch crosses the line)
+        assert direct > 0
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
+@pytest.mark.parametrize("target", RUN_TARGETS)
+def test_driver_layouts_and_scalars(builds, target, dtype) -> None:
+    """Every combination of A and B transposed, leading-dimension padding, alpha, beta and load_c
+    on a few shapes, through both paths."""
+    skip_unless_runs(target)
+    rng = np.random.default_rng(3)
+    for variant in ("default", "packed", "direct"):
+        lib = builds.library(target, dtype, variant)
+        shapes = [(1, 1, 1), (lib.plan.mr + 1, lib.plan.nr - 1, 5), (13, 2 * lib.plan.nr + 3, 7)]
+        for (m, n, k), ta, tb, pad, (alpha, beta, load_c) in itertools.product(
+                shapes, (False, True), (False, True), (0, 2), SCALARS):
+            lib.gemm(rng, m, n, k, ta=ta, tb=tb, pad=pad, cpad=pad, alpha=alpha, beta=beta,
+                     load_c=load_c)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
+@pytest.mark.parametrize("target", RUN_TARGETS)
+def test_beta_zero_keeps_nan(builds, target, dtype) -> None:
+    """beta = 0 with load_c: C is read, and 0 * NaN stays NaN, like the original loop."""
+    skip_unless_runs(target)
+    rng = np.random.default_rng(4)
+    for variant in ("packed", "direct"):
+        lib = builds.library(target, dtype, variant)
+        for m, n, k in ((1, 1, 1), (7, 13, 5), (lib.plan.mr, lib.plan.nr, 9)):
+            lib.gemm(rng, m, n, k, alpha=1, beta=0, load_c=1, nan_c=True)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
+@pytest.mark.parametrize("target", RUN_TARGETS)
+def test_small_problem_switch(builds, target, dtype) -> None:
+    """Each rule of plan.direct_policy, just inside and just outside: A and B fit in L2 (squares),
+    A's kc block fits a quarter of L2 (short, wide problems), a few column panels (tall, narrow
+    problems)."""
+    skip_unless_runs(target)
+    lib = builds.library(target, dtype, "default")
+    plan, policy = lib.plan, lib.plan.direct_policy
+    rng = np.random.default_rng(5)
+    side = int((policy.elems / 2) ** 0.5)
+    k = 300
+    rows = policy.a_elems // min(k, plan.kc)
+    cases = [((side, side, side), True), ((side + 1, side + 1, side + 1), False),
+             ((rows, 1000, k), True), ((rows + 1, 1000, k), False),
+             ((700, policy.n_max, k), True), ((700, policy.n_max + 1, k), False),
+             ((1, 700, 700), True)]
+    for (m, n, k), direct in cases:
+        small = (m * k + k * n <= policy.elems or m * min(k, plan.kc) <= policy.a_elems
+                 or n <= policy.n_max)
+        assert small == direct, (m, n, k)
+        before = lib.direct_calls
+        lib.gemm(rng, m, n, k, alpha=2, beta=3, tb=m == 1)
+        assert lib.direct_calls - before == int(direct), (m, n, k)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
+@pytest.mark.parametrize("target", RUN_TARGETS)
+def test_direct_path_b_panels(builds, target, dtype) -> None:
+    """The direct path reads B's micro-panels in place or copies them (transposed B, edge panels,
+    panels reused by many rows whose row stride crowds L1 sets or whose band overflows L2): every
+    case, with B's leading dimension a multiple of 4 KiB, odd, and tight."""
+    skip_unless_runs(target)
+    lib = builds.library(target, dtype, "direct")
+    plan, policy = lib.plan, lib.plan.direct_policy
+    rng = np.random.default_rng(6)
+    way = policy.l1_way // plan.dtype.in_size
+    for m in (1, policy.copy_rows, policy.copy_rows + 1, 3 * policy.copy_rows + 1):
+        for n, k, bpad in ((2 * plan.nr, 40, way - 2 * plan.nr), (2 * plan.nr + 3, 40, 1),
+                           (3 * plan.nr, plan.kc + 3, 0), (plan.nr - 1, 17, way)):
+            for tb in (False, True):
+                lib.gemm(rng, m, n, k, tb=tb, bpad=bpad, alpha=2, beta=3)
+
+
+# -- compile-only: warnings and AVX-512 ----------------------------------------------------------
+
+ALL_TARGETS = ["generic", "x86-avx2", "x86-avx512"]
+
+
+WHOLE_FILE_ISA = {"generic": [], "x86-avx2": ["-mavx2", "-mfma"],
+                  "x86-avx512": ["-mavx512f", "-mavx2", "-mfma"],
+                  "x86-auto": ["-mavx512f", "-mavx2", "-mfma"]}
+
+
+@pytest.mark.parametrize("isa", [False, True], ids=["attributes", "whole-file-isa"])
+@pytest.mark.parametrize("std", ["c99", "c11"])
+@pytest.mark.parametrize("compiler", ["clang", "gcc"])
+@pytest.mark.parametrize("target", ALL_TARGETS + ["x86-auto"])
+def test_support_code_is_warning_free(tmp_path, target, compiler, std, isa) -> None:
+    """The drivers of both float types (and the generic integer ones), compiled with -Wall -Wextra
+    -Werror, with no -m flags (the ISA comes from the function attributes) and with the ISA
+    enabled for the whole file (the entry points are then inlined into their callers)."""
+    cc = CLANG if compiler == "clang" else GCC
+    if not cc:
+        pytest.skip(f"no {compiler}")
+    from kernelfarer.plan import make_dispatch_plan
+    t = targets.TARGETS[target]
+    dtypes = [d for d in DType if d in t.kernels] if not t.dispatch else FLOATS
+    plans = [make_dispatch_plan(t, d, targets.TARGETS) if t.dispatch else make_plan(t, d)
+             for d in dtypes]
+    text = emit.render_support(plans)
+    for i, p in enumerate(plans):
+        text += (f"int use{i}(const {p.dtype.in_ctype} *a, const {p.dtype.in_ctype} *b, "
+                 f"{p.dtype.ctype} *c, long n) {{ return {p.driver_name}(n, n, n, 1, a, n, 1, "
+                 f"b, n, 1, 1, 1, c, n); }}\n")
+    src = tmp_path / "support.c"
+    src.write_text(text)
+    flags = WHOLE_FILE_ISA[target] if isa else []
+    run([cc, f"-std={std}", "-O2", *flags, "-c", *WARN_FLAGS, str(src), "-o",
+         str(tmp_path / "s.o")])
+
+
+_INSN = re.compile(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*?)\s*$")
+_BRANCH = re.compile(r"(?:0x)?([0-9a-f]+) <[^>]+>")
+
+
+def k_loops(obj: Path, work: str) -> list[list[str]]:
+    """The innermost loops of the object that contain `work` instructions and no call, each with
+    its stack accesses (rsp-relative, or rbp-relative in a function that keeps a frame pointer)
+    first: ([stack accesses], [instructions])."""
+    out = run([OBJDUMP, "-d", "--no-show-raw-insn", str(obj)]).stdout
+    functions: list[list[tuple[int, str]]] = []
+    for line in out.splitlines():
+        if line.endswith(">:"):
+            functions.append([])
+        elif (m := _INSN.match(line)) and functions:
+            functions[-1].append((int(m.group(1), 16), f"{m.group(2)} {m.group(3)}".strip()))
+    loops = []
+    for body in functions:
+        frame = any(re.match(r"movq?\s+%rsp, %rbp$", text) for _, text in body[:8])
+        stack = r"\(%rsp\b" + (r"|\(%rbp\b" if frame else "")
+        index = {addr: i for i, (addr, _) in enumerate(body)}
+        spans = [(index[int(m.group(1), 16)], i) for i, (addr, text) in enumerate(body)
+                 if (m := _BRANCH.search(text)) and int(m.group(1), 16) <= addr
+                 and int(m.group(1), 16) in index]
+        for s, e in spans:
+            if not any((s2, e2) != (s, e) and s <= s2 and e2 <= e for s2, e2 in spans):
+                lp = [text for _, text in body[s:e + 1]]
+                if any(re.search(work, i) for i in lp) and not any(
+                        i.startswith("call") for i in lp):
+                    loops.append(([i for i in lp if re.search(stack, i)], lp))
+    return loops
+
+
+@pytest.mark.skipif(not OBJDUMP, reason="no llvm-objdump")
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
+@pytest.mark.parametrize("target", X86)
+def test_x86_k_loops_do_not_spill(tmp_path, target, dtype) -> None:
+    """clang-19 -O3: no k loop of the packed or the direct kernel (every specialised variant)
+    touches the stack, and the widest loops issue exactly the register tile's FMAs per k step."""
+    plan = make_plan(targets.TARGETS[target], dtype)
+    src = tmp_path / "lib.c"
+    src.write_text(library_source(plan))
+    obj = tmp_path / "lib.o"
+    run([CLANG, "-O3", "-c", *WARN_FLAGS, str(src), "-o", str(obj)])
+    reg = "zmm" if target == "x86-avx512" else "ymm"
+    work = rf"^vfmadd\d+p{'s' if dtype is DType.F32 else 'd'}\s.*{reg}"
+    loops = k_loops(obj, work)
+    fmas = {sum(bool(re.search(work, i)) for i in lp) for _, lp in loops}
+    unroll = len(plan.k_unroll)
+    # the unrolled k loops of the packed kernel and of every direct variant (height x vectors)
+    want = {plan.mr * len(plan.vectors) * unroll} | {
+        h * v * unroll for h in plan.direct_heights for v in range(1, len(plan.vectors) + 1)}
+    assert want <= fmas, sorted(fmas)
+    for spills, lp in loops:
+        assert not spills, "\n".join(lp)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
+def test_avx512_runs_when_the_host_has_it(builds, dtype) -> None:
+    skip_unless_runs("x86-avx512")
+    for variant in ("default", "packed", "direct", "tiny"):
+        lib = builds.library("x86-avx512", dtype, variant)
+        check_driver(lib, edge_sizes(lib.plan), seed=7)
+
+
+# -- constant sizes, end to end -----------------------------------------------------------------
+
+CONST_SHAPES = [(0, 5, 5), (1, 1, 1), (2, 3, 5), (5, 7, 3), (7, 17, 13), (13, 33, 9),
+                (24, 64, 64), (6, 16, 321), (64, 64, 64), (100, 100, 100)]
+CONST_GEMM = """
+void gemm_{m}x{n}x{k}(const {t} *a, const {t} *b, {t} *c)
+{{
+    for (int i = 0; i < {m}; i++)
+        for (int j = 0; j < {n}; j++)
+            for (int p = 0; p < {k}; p++)
+                c[i * {n} + j] += a[i * {k} + p] * b[p * {n} + j];
+}}
+"""
+ISA_FLAGS = {"generic": [], "x86-avx2": ["-mavx2", "-mfma"]}
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
+@pytest.mark.parametrize("target", list(ISA_FLAGS))
+def test_constant_sizes_specialised(tmp_path, target, dtype) -> None:
+    """GEMMs with constant sizes, rewritten by the CLI and compiled with the target's ISA enabled
+    for the whole file (as -march=native does): the driver is inlined into each call site and the
+    direct path specialised for the sizes (the layered driver is not even emitted); results exact,
+    zero sizes left to the original nest.  gcc-12 compiles it warning-free too."""
+    skip_unless_runs(target)
+    from conftest import run_cli
+    t = dtype.ctype
+    src = tmp_path / "const.c"
+    src.write_text("".join(CONST_GEMM.format(m=m, n=n, k=k, t=t) for m, n, k in CONST_SHAPES))
+    out = tmp_path / "const_kf.c"
+    done = run_cli("rewrite", src, "-o", out, "--target", target)
+    assert done.returncode == 0, done.stderr
+    flags = ["-O2", *ISA_FLAGS[target], *WARN_FLAGS, "-DKERNELFARER_TRACE"]
+    obj = tmp_path / "const_kf.o"
+    run([CLANG, *flags, "-c", str(out), "-o", str(obj)])
+    names = run([OBJDUMP or "llvm-objdump-19", "-t", str(obj)]).stdout
+    assert "_driver_general" not in names       # every call site took the specialised path
+    if GCC:
+        run([GCC, "-std=c99", *flags, "-c", str(out), "-o", str(tmp_path / "gcc.o")])
+    lib_path = tmp_path / "const_kf.so"
+    run([CLANG, *flags, "-shared", "-fPIC", str(out), "-o", str(lib_path)])
+    import cffi
+    ffi = cffi.FFI()
+    ffi.cdef("".join(f"void gemm_{m}x{n}x{k}(const {t} *, const {t} *, {t} *);\n"
+                     for m, n, k in CONST_SHAPES) + "extern long kernelfarer_direct_calls;")
+    lib = ffi.dlopen(str(lib_path))
+    rng = np.random.default_rng(8)
+    np_t = NUMPY[dtype]
+    for m, n, k in CONST_SHAPES:
+        a = random_ints(rng, (m, k)).astype(np_t)
+        b = random_ints(rng, (k, n)).astype(np_t)
+        c = random_ints(rng, (m, n)).astype(np_t)
+        want = c.astype(np.int64) + a.astype(np.int64) @ b.astype(np.int64)
+        before = lib.kernelfarer_direct_calls
+        getattr(lib, f"gemm_{m}x{n}x{k}")(ffi.from_buffer(f"{t}[]", a),
+                                          ffi.from_buffer(f"{t}[]", b),
+                                          ffi.from_buffer(f"{t}[]", c))
+        assert np.array_equal(c, want), (m, n, k)
+        assert lib.kernelfarer_direct_calls - before == int(m > 0), (m, n, k)
