@@ -349,9 +349,9 @@ def _epilogue_attempt(nest: LoopNest, scope: Scope, conv: IndexConverter, dtype:
         epi, from_c = epilogue_form(nest, slot=slot, c_store=c_store, functions=functions)
     except NotGemm as exc:
         raise NotGemm(f"{linear_failure} (as an epilogue: {exc})") from None
-    for name in ev.scalars_written - ev.locals_:
-        ev.scalars_written.discard(name)     # liveness of outside scalars is checked by the caller
-    ev.scalars_written |= {s for s in slots if s != "<C>"} - ev.locals_
+    # The outside scalars the caller checks for liveness: the nest's own locals plus the slots.
+    ev.scalars_written = (ev.scalars_written & ev.locals_) | ({s for s in slots if s != "<C>"}
+                                                              - ev.locals_)
     return ev, delta["ab"], epi, (CInit.ACCUMULATE if from_c else CInit.OVERWRITE)
 
 
