@@ -47,7 +47,7 @@ def expand_alias(node: c_ast.ArrayRef, aliases: dict[str, c_ast.Node]) -> c_ast.
         return c_ast.ArrayRef(init, e, node.coord)
     if isinstance(init, c_ast.BinaryOp) and init.op in ("+", "-"):
         base, offset = init.left, init.right
-        if init.op == "+" and not _names_array(base, aliases) and _names_array(offset, aliases):
+        if init.op == "+" and not _names_array(base) and _names_array(offset):
             base, offset = offset, base
         if isinstance(base, (c_ast.ID, c_ast.StructRef)):
             if init.op == "-":
@@ -63,7 +63,7 @@ def expand_alias(node: c_ast.ArrayRef, aliases: dict[str, c_ast.Node]) -> c_ast.
                   "address inside an array")
 
 
-def _names_array(node: c_ast.Node, aliases: dict) -> bool:
+def _names_array(node: c_ast.Node) -> bool:
     return isinstance(node, (c_ast.ID, c_ast.StructRef, c_ast.ArrayRef))
 
 

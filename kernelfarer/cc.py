@@ -463,9 +463,6 @@ class Job:
         return done.returncode if done.returncode >= 0 else 128 - done.returncode
 
 
-_ARCH_SPELLINGS = {"arm64": "aarch64", "powerpc64le": "ppc64le", "amd64": "x86_64"}
-
-
 def default_build_target(flags: list[str] | tuple[str, ...] = ()) -> str:
     """The target a build uses unless told otherwise.  A cross compile (`--target=<triple>` for
     another machine) gets that machine's best registry target; a native build a dispatching target
@@ -478,9 +475,8 @@ def default_build_target(flags: list[str] | tuple[str, ...] = ()) -> str:
         elif flag == "-target" and i + 1 < len(flags):
             triple = flags[i + 1]
     if triple:
-        arch = triple.split("-", 1)[0].lower()
-        arch = _ARCH_SPELLINGS.get(arch, arch)
-        from kernelfarer.hostinfo import machine
+        from kernelfarer.hostinfo import canonical_arch, machine
+        arch = canonical_arch(triple.split("-", 1)[0])
         if arch != machine():
             same = [t for t in targets.TARGETS.values() if t.arch == arch and not t.dispatch]
             return max(same, key=lambda t: t.priority).name if same else targets.GENERIC

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,11 +71,19 @@ def power_hwcap2_flags(auxv: bytes) -> frozenset[str]:
     return frozenset()
 
 
+_ARCH_SPELLINGS = {"amd64": "x86_64", "arm64": "aarch64", "powerpc64le": "ppc64le"}
+
+
+def canonical_arch(name: str) -> str:
+    """An architecture name (from `uname -m` or a target triple) as Linux's `uname -m` spells it."""
+    name = name.lower()
+    return _ARCH_SPELLINGS.get(name, name)
+
+
 def machine() -> str:
     """The host's architecture as `uname -m` spells it on Linux (x86_64, aarch64, ppc64le)."""
     import platform
-    name = platform.machine().lower()
-    return {"amd64": "x86_64", "arm64": "aarch64"}.get(name, name)
+    return canonical_arch(platform.machine())
 
 
 def _parse_size(text: str) -> int:
@@ -109,6 +116,3 @@ def read_caches(root: Path = _SYSFS_CACHE) -> Caches:
         l3=found.get(3, DEFAULT_CACHES.l3),
     )
 
-
-def cpu_count() -> int:
-    return os.cpu_count() or 1

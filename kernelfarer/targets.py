@@ -42,11 +42,6 @@ class DType(enum.Enum):
         self.in_size = in_size
         self.kind = kind
 
-    @property
-    def exact(self) -> bool:
-        """Integer GEMMs give bit-identical results whatever the summation order."""
-        return self.kind == "int"
-
     def is_result(self, kind: str, bits: int, signed: bool = True) -> bool:
         return kind == self.kind and bits == self.size * 8 and (signed or self.kind == "float")
 
