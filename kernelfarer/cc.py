@@ -475,9 +475,9 @@ def default_build_target(flags: list[str] | tuple[str, ...] = ()) -> str:
         elif flag == "-target" and i + 1 < len(flags):
             triple = flags[i + 1]
     if triple:
-        from kernelfarer.hostinfo import canonical_arch, machine
+        from kernelfarer.hostinfo import canonical_arch, host_arch
         arch = canonical_arch(triple.split("-", 1)[0])
-        if arch != machine():
+        if arch != host_arch():
             same = [t for t in targets.TARGETS.values() if t.arch == arch and not t.dispatch]
             return max(same, key=lambda t: t.priority).name if same else targets.GENERIC
     for target in targets.TARGETS.values():

@@ -43,6 +43,23 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("targets", help="list the targets and which ones this host can run")
 
+    tn = sub.add_parser(
+        "tune", help="measure cache blocks around the model's on this machine and store the best "
+                     "in this machine's profile (used by rewrite and kernelfarer-cc)")
+    tn.add_argument("--target", default="auto", help="auto (best for this machine) or a target "
+                                                     "this machine runs")
+    tn.add_argument("--dtypes", default="f32,f64", help="comma-separated: f32, f64")
+    tn.add_argument("--sizes", default="1024,2048", help="square sizes timed (default 1024,2048)")
+    tn.add_argument("--rounds", type=int, default=3, help="measurements per candidate and size")
+    tn.add_argument("--budget", type=float, default=60.0, metavar="S",
+                    help="stop searching after about S seconds (default 60)")
+    tn.add_argument("--try", dest="candidates", default="", metavar="MC,KC,NC[;...]",
+                    help="time exactly these blocks (and the model's) instead of searching")
+    tn.add_argument("-o", "--output", help="write the profile here instead of this machine's "
+                                           "profile (use it with KERNELFARER_HOST=FILE)")
+    tn.add_argument("--no-progress", dest="progress", action="store_false", default=None,
+                    help="no progress bar on stderr")
+
     cmp = sub.add_parser(
         "compare", help="time a GEMM nest as written, Pluto-style tiled, tiled, tiled+packed "
                         "(kernelfarer) and as a BLAS call")
@@ -101,6 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _list_targets()
         if args.command == "compare":
             return _compare(args, cppflags)
+        if args.command == "tune":
+            return _tune(args)
         options = RewriteOptions(
             target=args.target, cppflags=cppflags,
             blocking={k: getattr(args, k) for k in ("mc", "kc", "nc") if getattr(args, k)},
@@ -182,6 +201,34 @@ def _list_targets() -> int:
     return EXIT_OK
 
 
+def _int_list(option: str, text: str, separator: str = ",") -> tuple[int, ...]:
+    try:
+        return tuple(int(v) for v in text.split(separator) if v.strip())
+    except ValueError:
+        raise KernelfarerError(f"{option}: not a list of integers: {text}") from None
+
+
+def _tune(args: argparse.Namespace) -> int:
+    from kernelfarer import tune
+    from kernelfarer.plan import Blocking
+    candidates = []
+    for item in args.candidates.split(";"):
+        if item.strip():
+            values = _int_list("--try", item)
+            if len(values) != 3:
+                raise KernelfarerError(f"--try: give MC,KC,NC (got '{item}')")
+            candidates.append(Blocking(*values))
+    if args.rounds < 1:
+        raise KernelfarerError("--rounds: at least 1")
+    options = tune.TuneOptions(
+        target=args.target, dtypes=tuple(d.strip() for d in args.dtypes.split(",") if d.strip()),
+        sizes=_int_list("--sizes", args.sizes), rounds=args.rounds, budget=args.budget,
+        candidates=tuple(candidates), output=args.output, progress=args.progress)
+    results, path = tune.tune(options)
+    sys.stdout.write(tune.report(results, path, default_location=not args.output))
+    return EXIT_OK
+
+
 def _compare(args: argparse.Namespace, cppflags: tuple[str, ...]) -> int:
     from kernelfarer import compare, compare_report
     from kernelfarer.plutostyle import PlutoOptions
@@ -203,7 +250,9 @@ def _compare(args: argparse.Namespace, cppflags: tuple[str, ...]) -> int:
         pluto=PlutoOptions(tile=args.tile, second_level=args.second_level_tile),
         original_limit=args.original_limit, min_time=args.min_time, cppflags=cppflags,
         workdir=args.keep, seed=args.seed, progress=args.progress)
-    rows, notes = compare.run(options)
+    from kernelfarer import hostinfo
+    with hostinfo.planning_for(hostinfo.this_machine()):   # the variants run here
+        rows, notes = compare.run(options)
     sys.stdout.write(compare_report.markdown(rows, notes))
     if args.csv:
         compare_report.write_csv(rows, args.csv)

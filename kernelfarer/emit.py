@@ -39,7 +39,7 @@ def driver_loops(plan: KernelPlan, indent: str = "    ", *, direct: bool = False
     problems) through isl's AST builder, statements rendered by the statement macros."""
     domain = blocking.gemm_domain(params=("M", "N", "K"))
     if direct:
-        layered = blocking.direct_schedule(domain, kc=plan.kc, mr=plan.direct_mr, nr=plan.nr,
+        layered = blocking.direct_schedule(domain, kc=plan.direct_kc, mr=plan.direct_mr, nr=plan.nr,
                                            rows_outer=rows_outer)
     else:
         layered = blocking.layered_schedule(domain, mc=plan.mc, kc=plan.kc, nc=plan.nc,
@@ -90,8 +90,18 @@ def render_support(plans: list) -> str:
     seen: dict[str, KernelPlan] = {}
     for plan in _kernel_plans(plans):
         seen.setdefault(plan.driver_name, plan)
+    # Drivers only a dispatcher calls are compiled only where the file's ISA leaves them reachable.
+    conditions: dict[str, set[str]] = {name: set() for name in seen}
+    for plan in plans:
+        for sub, condition in (zip(plan.plans, plan.conditions) if isinstance(plan, DispatchPlan)
+                               else [(plan, "1")]):
+            conditions[sub.driver_name].add(condition)
     parts = [render_prelude(list(seen.values()))]
-    parts += [render_driver(plan) for plan in seen.values()]
+    for name, plan in seen.items():
+        text = render_driver(plan)
+        if "1" not in conditions[name]:
+            text = f"#if {' || '.join(sorted(conditions[name]))}\n{text}#endif\n"
+        parts.append(text)
     dispatchers = {p.driver_name: p for p in plans if isinstance(p, DispatchPlan)}
     parts += [render_dispatch(plan) for plan in dispatchers.values()]
     return "\n".join(parts) + "/* ---- end of kernelfarer support code ---- */\n\n"

@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from kernelfarer.diagnostics import KernelfarerError
-from kernelfarer.hostinfo import CacheLevel, Caches, read_caches
+from kernelfarer.hostinfo import CacheLevel, Caches, Host, current_host
 from kernelfarer.targets import DType, KernelShape, Target
 
 
@@ -63,6 +63,7 @@ class KernelPlan:
     dtype: DType
     shape: KernelShape
     blocking: Blocking
+    blocking_source: str = "model"      # "model", "tuned (...)", or the --mc/--kc/--nc overrides
     # Resolved for the templates:
     ctype: str = ""
     in_ctype: str = ""                  # operands A and B (and the packed panels)
@@ -93,13 +94,14 @@ class KernelPlan:
     stack_elems: int = 0
     # The direct kernel (shape.direct; templates/kernels/README.md): A and B read in place.
     direct: bool = False
+    direct_kc: int = 0                  # its k block (l1_kc: B micro-panels stay in L1)
     direct_name: str = ""
-    general_driver_name: str = ""       # the driver proper (driver_name when there is no direct
-                                        # kernel; else driver_name is a front that may be inlined)
     direct_driver_name: str = ""        # the direct path of the driver
     small_name: str = ""                # the predicate that picks it
     direct_mr: int = 0                  # rows of its register tile (its columns: nr)
     direct_heights: tuple[int, ...] = ()    # direct_mr .. 1: a variant of the kernel for each
+                                            # (splitting a tile would re-read B's micro-panel,
+                                            # which thin problems stream from memory)
     direct_rows_ids: tuple[int, ...] = ()   # 0 .. direct_mr-1
     # Row r of A is read at row_base[r] + row_scale[r] * (row stride): one pointer per
     # DIRECT_ROWS_PER_BASE rows (x86 addressing scales the stride by 1 or 2), so the k loop keeps
@@ -133,31 +135,40 @@ def _ways(nbytes: int, level: CacheLevel) -> int:
     return -(-nbytes // (level.sets * level.line))
 
 
-def analytical_blocking(shape: KernelShape, dtype: DType, caches: Caches) -> Blocking:
-    """kc, mc, nc from the cache geometry (Low et al.'s model, ways counted whole).
+KC_MAX = 512            # k steps per kernel call at most (packing buffers and the C tile's reuse)
+A_PANEL_L1 = 3 / 4      # the A micro-panel (mr x kc) fills this much of L1
+A_BLOCK_L2 = 1 / 4      # the packed A block (mc x kc) fills this much of L2
 
-    L1: the B micro-panel (kc x nr) stays while A micro-panels (mr x kc) stream past it; each takes
-    whole ways and one way is left for C, so kc is the largest multiple of the k step with
-    ways(A micro-panel) + ways(B micro-panel) <= W1 - 1.  (Low et al.'s closed form, which sizes A's
-    ways as floor((W1 - 1) / (1 + nr/mr)), leaves most of L1 unused when nr > mr: for 6x16 f32 on a
-    32 KiB 8-way L1 it gives kc = 170, measured ~4% slower than the kc = 320 chosen here.)
-    L2: the packed A block (mc x kc) gets half the ways; the other half holds the B micro-panels and
-    C tiles streaming through and absorbs conflicts (L2 is physically indexed, so a block spread over
-    4 KiB pages does not map evenly to sets).  Measured on Zen 3 (512 KiB 8-way), A blocks of 25-50%
-    of L2 ran 2-4% faster than 75%.
-    L3: the packed B panel (kc x nc), two ways left for A and C; capped so buffers stay modest.
+
+def analytical_blocking(shape: KernelShape, dtype: DType, caches: Caches) -> Blocking:
+    """kc, mc, nc from the cache geometry.
+
+    kc: every kernel call loads and stores its mr x nr tile of C and sets up its registers; kc k
+    steps of FMAs pay for that, so kc should be long.  What bounds it is L1: a call reads its A
+    micro-panel (mr x kc, one broadcast or load per element, the operand the k loop touches most
+    often) and its B micro-panel (kc x nr, a few vector loads per k step, streamed from L2 by the
+    prefetcher when it does not fit).  kc is the largest multiple of the k step whose A micro-panel
+    fills A_PANEL_L1 of L1, at most KC_MAX.  Measured on Zen 4 (32 KiB L1, 1 MiB L2, kernel
+    tune, N = 1000-2048): f32 12x32 kc = 160 (the earlier model: A and B micro-panels both in L1)
+    90-95 GFLOP/s, 320: 98-99, 480: 100-103, 720: 102; f64 12x16 kc = 128: 46-49, 256: 51,
+    384: 50, 512: 46.  On an Intel Xeon (48 KiB L1, 2 MiB L2, AVX-512 on two FMA ports) f32
+    kc = 128 / 256 / 512 gave 117 / 160 / 188 GFLOP/s (DESIGN.md).  The same budget puts the
+    AVX2 6x16 f32 kernel at KC_MAX (its A micro-panel is half the size); there it was measured
+    only against kc = 170 (kc = 320: 4% faster).
+    mc: the packed A block (mc x kc) stays in L2 while all of B's micro-panels stream past; it
+    gets A_BLOCK_L2 of L2 (the B micro-panels, C tiles and page-colour conflicts of a physically
+    indexed L2 take the rest).  Zen 4 was flat from A blocks of 2 micro-panels to half of L2 (within
+    2%); the Xeon's best measured, mc = 240 at kc = 512, is 23% of its L2.
+    nc: the packed B panel (kc x nc) in L3 (two ways left for A and C), capped at 4096 so buffers
+    stay modest.
     kc is a multiple of the kernel's k unroll (and of kr), so full kc blocks skip the remainder loop.
+    `kernelfarer tune` measures around these blocks on the machine itself.
     """
     l1, l2, l3 = caches.l1d, caches.l2, caches.l3
     mr, nr, size = shape.mr, shape.nr, dtype.in_size
     step = math.lcm(shape.kr, shape.unroll)
-    kc = (l1.ways - 1) * l1.sets * l1.line // ((mr + nr) * size)   # the bound without whole ways
-    kc = min(kc, 1024) // step * step
-    while kc > step and _ways(mr * kc * size, l1) + _ways(nr * kc * size, l1) > l1.ways - 1:
-        kc -= step
-    kc = max(kc, step)
-    ways_l2 = max(1, l2.ways // 2)
-    mc = _round_down(ways_l2 * l2.sets * l2.line // (kc * size), mr)
+    kc = _round_down(min(int(A_PANEL_L1 * l1.size) // (mr * size), KC_MAX), step)
+    mc = _round_down(int(A_BLOCK_L2 * l2.size) // (kc * size), mr)
     if l3 is not None:
         ways_l3 = max(1, l3.ways - 2)
         nc = _round_down(ways_l3 * l3.sets * l3.line // (kc * size), nr)
@@ -167,13 +178,49 @@ def analytical_blocking(shape: KernelShape, dtype: DType, caches: Caches) -> Blo
     return Blocking(mc=mc, kc=kc, nc=nc)
 
 
-def target_caches(target: Target) -> Caches:
-    """The caches to block for: the host's, unless the target is another machine's and the
-    registry describes a typical one."""
-    from kernelfarer.hostinfo import machine
-    if target.caches is not None and target.arch not in (None, machine()):
+def l1_kc(shape: KernelShape, dtype: DType, caches: Caches) -> int:
+    """The k block of the direct (unpacked) path: its B micro-panel (kc x nr) stays in L1 while
+    register tiles of A rows stream past, each taking whole ways, one way left for C: the largest
+    multiple of the k step with ways(A micro-panel) + ways(B micro-panel) <= W1 - 1.  (The direct
+    path's copied B micro-panels live in an L1-sized stack buffer.)"""
+    l1 = caches.l1d
+    mr, nr, size = shape.mr, shape.nr, dtype.in_size
+    step = math.lcm(shape.kr, shape.unroll)
+    kc = (l1.ways - 1) * l1.sets * l1.line // ((mr + nr) * size)   # the bound without whole ways
+    kc = min(kc, 1024) // step * step
+    while kc > step and _ways(mr * kc * size, l1) + _ways(nr * kc * size, l1) > l1.ways - 1:
+        kc -= step
+    return max(kc, step)
+
+
+def target_caches(target: Target, host: Host | None = None) -> Caches:
+    """The caches to block for: the host's (KERNELFARER_HOST's description, else this machine's),
+    unless the target is another machine's and the registry describes a typical one."""
+    host = host or current_host()
+    if _cross(target, host):
         return target.caches
-    return read_caches()
+    return host.caches
+
+
+def _cross(target: Target, host: Host) -> bool:
+    return target.caches is not None and target.arch not in (None, host.arch)
+
+
+def planned_blocking(target: Target, dtype: DType, *, caches: Caches | None = None,
+                     host: Host | None = None) -> tuple[Blocking, str]:
+    """The cache blocks of a kernel and where they come from: the host's tuned profile
+    (`kernelfarer tune`), when it has valid blocks for this kernel and the caches are the host's,
+    else the analytical model."""
+    host = host or current_host()
+    shape = target.kernel(dtype)
+    if caches is None:
+        caches = target_caches(target, host)
+        tuned = None if _cross(target, host) else host.tuned(target.name, dtype.letter)
+        if tuned is not None:
+            blocking = Blocking(**{n: int(tuned[n]) for n in ("mc", "kc", "nc")})
+            if blocking_error(blocking, shape) is None:
+                return blocking, f"tuned ({host.source})"
+    return analytical_blocking(shape, dtype, caches), "model"
 
 
 def _a_registers(shape: KernelShape, vector_offsets: tuple[int, ...]) -> dict:
@@ -257,21 +304,30 @@ def _direct_rows(mr: int) -> dict:
 
 
 def make_plan(target: Target, dtype: DType, *, caches: Caches | None = None,
-              overrides: Mapping[str, int] | None = None) -> KernelPlan:
+              overrides: Mapping[str, int] | None = None, host: Host | None = None) -> KernelPlan:
+    """The plan of `target`'s `dtype` kernel for the host (KERNELFARER_HOST, else this machine);
+    `caches` replaces the host's cache geometry, `overrides` (--mc/--kc/--nc) the blocks."""
     shape = target.kernel(dtype)
-    caches = caches or target_caches(target)
-    blocking = analytical_blocking(shape, dtype, caches)
-    if overrides:
-        blocking = replace(blocking, **{k: v for k, v in overrides.items() if v})
-    _check_blocking(blocking, shape)
+    host = host or current_host()
+    blocking, source = planned_blocking(target, dtype, caches=caches, host=host)
+    caches = caches or target_caches(target, host)
+    given = {k: v for k, v in (overrides or {}).items() if v}
+    if given:
+        blocking = replace(blocking, **given)
+        source = "--" + " --".join(f"{k} {v}" for k, v in sorted(given.items())) + \
+            f" (others: {source})"
+    error = blocking_error(blocking, shape)
+    if error:
+        raise KernelfarerError(error)
     tag = target.name.replace("-", "_")
     base = f"kf_{dtype.letter}gemm_{tag}_{shape.mr}x{shape.nr}"
     attribute = f'__attribute__((target("{target.attribute}")))' if target.attribute else ""
     vectors = tuple(range(shape.nr // shape.lanes))
     # The direct path copies B micro-panels (kc x nr) it cannot read in place to the stack buffer.
-    direct = shape.direct and blocking.kc * shape.nr <= stack_buffer_elems(dtype, caches)
+    direct_kc = min(blocking.kc, l1_kc(shape, dtype, caches))
+    direct = shape.direct and direct_kc * shape.nr <= stack_buffer_elems(dtype, caches)
     return KernelPlan(
-        target=target, dtype=dtype, shape=shape, blocking=blocking,
+        target=target, dtype=dtype, shape=shape, blocking=blocking, blocking_source=source,
         ctype=dtype.ctype, in_ctype=dtype.in_ctype, mr=shape.mr, nr=shape.nr, lanes=shape.lanes,
         attribute=attribute, isa=MappingProxyType(dict(shape.isa)),
         kernel_name=base,
@@ -288,8 +344,8 @@ def make_plan(target: Target, dtype: DType, *, caches: Caches | None = None,
         vector_ends=tuple((v + 1) * shape.lanes for v in vectors),
         stack_elems=stack_buffer_elems(dtype, caches),
         direct=direct,
+        direct_kc=direct_kc if direct else 0,
         direct_name=f"{base}_direct" if direct else "",
-        general_driver_name=f"{base}_driver_general" if direct else f"{base}_driver",
         direct_driver_name=f"{base}_driver_direct" if direct else "",
         small_name=f"{base}_small" if direct else "",
         **(_direct_rows(shape.direct_mr or shape.mr) if direct else {}),
@@ -298,13 +354,15 @@ def make_plan(target: Target, dtype: DType, *, caches: Caches | None = None,
     )
 
 
-def _check_blocking(blocking: Blocking, shape: KernelShape) -> None:
+def blocking_error(blocking: Blocking, shape: KernelShape) -> str | None:
+    """Why the blocks do not suit the kernel, or None."""
     if blocking.mc % shape.mr or blocking.mc <= 0:
-        raise KernelfarerError(f"--mc {blocking.mc} must be a positive multiple of mr={shape.mr}")
+        return f"--mc {blocking.mc} must be a positive multiple of mr={shape.mr}"
     if blocking.nc % shape.nr or blocking.nc <= 0:
-        raise KernelfarerError(f"--nc {blocking.nc} must be a positive multiple of nr={shape.nr}")
+        return f"--nc {blocking.nc} must be a positive multiple of nr={shape.nr}"
     if blocking.kc <= 0 or blocking.kc % shape.kr:
-        raise KernelfarerError(f"--kc {blocking.kc} must be a positive multiple of kr={shape.kr}")
+        return f"--kc {blocking.kc} must be a positive multiple of kr={shape.kr}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -331,6 +389,21 @@ class DispatchPlan:
     @property
     def last_index(self) -> int:
         return len(self.plans) - 1
+
+    @property
+    def conditions(self) -> tuple[str, ...]:
+        """For each plan, the C preprocessor condition under which the program may still take it:
+        a file compiled for a better plan's ISA (say -march=native on an AVX-512 machine) only
+        runs on CPUs that have that ISA, so the plans below it are not emitted at all."""
+        out = []
+        for i in range(len(self.plans)):
+            better = [p.target.isa_macro for p in self.plans[:i] if p.target.isa_macro != "0"]
+            out.append(" && ".join(f"!({m})" for m in better) or "1")
+        return tuple(out)
+
+    @property
+    def blocking_source(self) -> str:
+        return self.plans[0].blocking_source
 
     mc = property(lambda self: self.plans[0].mc)
     kc = property(lambda self: self.plans[0].kc)

@@ -81,7 +81,7 @@ def rewrite_file(path: str, options: RewriteOptions = RewriteOptions()) -> Rewri
             span = _with_leading_pragmas(source, first, span)
         spec = cand.spec
         chosen = target
-        if spec.dtype not in target.kernels and not target.dispatch:
+        if not targets.has_kernel(target, spec.dtype):
             # Observable fallback: the remark names the kernel, the report says why.
             chosen = targets.TARGETS[targets.GENERIC]
         key = (chosen.name, spec.dtype.name)
@@ -147,6 +147,7 @@ def _details(spec: GemmSpec, plan: KernelPlan) -> tuple[tuple[str, object], ...]
         ("beta", spec.beta if spec.init is CInit.SCALE else spec.init.value),
         ("loop_order", spec.loop_order),
         ("blocking", f"mc={plan.mc} kc={plan.kc} nc={plan.nc}"),
+        ("blocking_source", plan.blocking_source),
         ("guards", [g.why for g in spec.guards]),
         ("description", spec.description),
     )

@@ -93,7 +93,7 @@ class Target:
     name: str
     description: str
     cpu_features: tuple[str, ...]    # names understood by __builtin_cpu_supports and /proc/cpuinfo
-                                     # (or the host's hwcaps, see hostinfo.cpu_flags)
+                                     # (or the host's hwcaps, see hostinfo.real_cpu_flags)
     attribute: str                   # function-level target attribute ("" when none is needed)
     headers: tuple[str, ...]         # system headers the kernels need
     kernels: Mapping[DType, KernelShape]
@@ -110,8 +110,8 @@ class Target:
     caches: Caches | None = None     # cache geometry of a typical machine, for the blocking
                                      # defaults when the code is built on another machine
     isa_macro: str = "0"             # C preprocessor condition: the whole file is compiled for the
-                                     # ISA (e.g. -march=native), so a driver may be inlined into the
-                                     # call site and specialised for constant sizes
+                                     # ISA (e.g. -march=native); the program then runs only on CPUs
+                                     # that have it, so a dispatching target emits no path below it
 
     def kernel(self, dtype: DType) -> KernelShape:
         try:
@@ -292,7 +292,7 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
             kernels={},
             priority=-1,
             cpuinfo_flags=("sse2",),
-            dispatch=("x86-avx512", "x86-avx2", "generic"),
+            dispatch=("x86-avx512", "x86-avx2"),
             arch="x86_64",
         ),
         Target(
@@ -369,7 +369,8 @@ def get_target(name: str, *, host_flags: frozenset[str] | None = None) -> Target
 
 def best_for_host(host_flags: frozenset[str] | None = None,
                   host_arch: str | None = None) -> Target:
-    """The highest-priority target the host runs (never a cross target, never a dispatcher)."""
+    """The highest-priority target the host planned for runs (never a cross target, never a
+    dispatcher)."""
     runnable = [t for t in TARGETS.values()
                 if host_can_run(t, host_flags, host_arch) and not t.dispatch]
     return max(runnable, key=lambda t: t.priority)
@@ -377,15 +378,31 @@ def best_for_host(host_flags: frozenset[str] | None = None,
 
 def host_can_run(target: Target, host_flags: frozenset[str] | None = None,
                  host_arch: str | None = None) -> bool:
-    """Does this machine (its architecture and CPU features) run the target's code natively?"""
+    """Does the host planned for (KERNELFARER_HOST, else this machine: its architecture and CPU
+    features) run the target's code natively?"""
     from kernelfarer import hostinfo
     if host_flags is None:
         host_flags = hostinfo.cpu_flags()
     if host_arch is None:
-        host_arch = hostinfo.machine()
+        host_arch = hostinfo.host_arch()
     if target.arch is not None and target.arch != host_arch:
         return False
     return set(target.host_flags()) <= host_flags
+
+
+def has_kernel(target: Target, dtype: DType) -> bool:
+    """Does the target (or, for a dispatching one, any target it picks from) have a kernel for
+    this element type?"""
+    return dtype in target.kernels or any(dtype in TARGETS[name].kernels
+                                          for name in target.dispatch)
+
+
+def real_host_runs(target: Target) -> bool:
+    """Does the CPU kernelfarer is running on execute the target's code (whatever host
+    KERNELFARER_HOST describes)?  What a test may run natively."""
+    from kernelfarer import hostinfo
+    real = hostinfo.real_host()
+    return host_can_run(target, real.flags, real.arch)
 
 
 def cross_targets() -> tuple[Target, ...]:

@@ -13,10 +13,15 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+# The suite plans like a user on a fresh machine: a tuned profile `kernelfarer tune` stored for this
+# machine must not change its blocks (tests of tune use their own directories).
+os.environ["KERNELFARER_PROFILE_DIR"] = tempfile.mkdtemp(prefix="kf-test-profiles-")
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
@@ -34,11 +39,18 @@ TRACE_FLAGS = ("-DKERNELFARER_TRACE",)
 TRACE_COUNTER = "kernelfarer_fast_path_calls"
 
 
-def run_cli(*args: str, cwd: str | os.PathLike | None = None,
-            timeout: float = 300) -> subprocess.CompletedProcess:
-    """``python -m kernelfarer ARGS`` in a subprocess, text output captured."""
+def run_cli(*args: str, cwd: str | os.PathLike | None = None, timeout: float = 300,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``python -m kernelfarer ARGS`` in a subprocess, text output captured; `env` adds to (or,
+    with a None value, removes from) the environment."""
+    full = dict(os.environ)
+    for key, value in (env or {}).items():
+        if value is None:
+            full.pop(key, None)
+        else:
+            full[key] = value
     return subprocess.run([sys.executable, "-m", "kernelfarer", *map(str, args)],
-                          capture_output=True, text=True, cwd=cwd, timeout=timeout)
+                          capture_output=True, text=True, cwd=cwd, timeout=timeout, env=full)
 
 
 def compile_c(source: Path, output: Path, *flags: str) -> None:
@@ -185,5 +197,26 @@ def parse_expectations(path: Path) -> list[str]:
 
 
 def host_runs(target_name: str) -> bool:
+    """Does the CPU the tests run on execute this target's code?  (Whatever host KERNELFARER_HOST
+    describes for planning: execution is always this machine's.)"""
     from kernelfarer import targets
-    return targets.host_can_run(targets.get_target(target_name))
+    return targets.real_host_runs(targets.get_target(target_name))
+
+
+def native_target() -> str:
+    """The best target this CPU runs (never a dispatcher, never a cross target)."""
+    from kernelfarer import hostinfo, targets
+    real = hostinfo.real_host()
+    return targets.best_for_host(real.flags, real.arch).name
+
+
+def small_blocking(*target_names: str) -> Blocking:
+    """Cache blocks of two register tiles of every float kernel of the targets (mc and nc
+    multiples of all their mr and nr) and kc = 8: every block edge lies at a few dozen."""
+    import math
+    from kernelfarer import targets
+    from kernelfarer.targets import DType
+    shapes = [targets.TARGETS[name].kernel(d) for name in target_names
+              for d in (DType.F32, DType.F64) if d in targets.TARGETS[name].kernels]
+    return Blocking(mc=2 * math.lcm(*(s.mr for s in shapes)), kc=8,
+                    nc=2 * math.lcm(*(s.nr for s in shapes)))

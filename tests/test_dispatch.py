@@ -85,10 +85,11 @@ def _run(cmd, forced=None):
 
 
 def _best_native() -> str:
+    """The path this CPU takes: the best it runs, or none (then the original loops run)."""
     for name in targets.TARGETS["x86-auto"].dispatch:
-        if targets.host_can_run(targets.TARGETS[name]):
+        if targets.real_host_runs(targets.TARGETS[name]):
             return name
-    raise AssertionError("generic always runs")
+    return "none"
 
 
 def test_default_path_is_the_best_the_cpu_runs(program):
@@ -99,10 +100,13 @@ def test_default_path_is_the_best_the_cpu_runs(program):
 
 @pytest.mark.parametrize("path", ["x86-avx512", "x86-avx2", "generic"])
 def test_forced_paths_run_correctly_or_are_refused(program, path):
+    """A forced path runs if the CPU has it; otherwise (or when x86-auto has no such path: it
+    emits no generic kernel) no kernel runs and the original loops give the same results."""
     done = _run([str(program)], forced=path)
     assert done.returncode == 0, done.stdout + done.stderr
-    runnable = targets.host_can_run(targets.TARGETS[path])
-    assert done.stdout.strip() == f"path={path if runnable else 'generic'}"
+    runnable = (path in targets.TARGETS["x86-auto"].dispatch
+                and targets.real_host_runs(targets.TARGETS[path]))
+    assert done.stdout.strip() == f"path={path if runnable else 'none'}"
 
 
 @pytest.mark.skipif(shutil.which("qemu-x86_64") is None, reason="qemu-user is not installed")

@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 
 from conftest import CLANG, host_runs
-from kernelfarer import emit, targets
+from kernelfarer import emit, hostinfo, targets
 from kernelfarer.plan import KernelPlan, make_plan
 from kernelfarer.targets import DType
 
@@ -230,7 +230,7 @@ NUMPY_C = {DType.F32: np.float32, DType.F64: np.float64, DType.I32: np.int32, DT
 # "x86-avx512-emulated": the AVX-512 templates rendered with plan.isa naming plain-C emulations
 # of the vector operations (EMULATION), so their tile, edge, mask and variant logic runs on any host.
 EMULATED = "x86-avx512-emulated"
-RUN_TARGETS = ["generic", "x86-avx2", EMULATED]
+RUN_TARGETS = ["generic", "x86-avx2", "x86-avx512", EMULATED]   # what this CPU lacks is skipped
 X86 = ["x86-avx2", "x86-avx512"]
 FLOATS = [DType.F32, DType.F64]
 
@@ -431,7 +431,8 @@ def check_driver(lib: Library, sizes, seed: int) -> int:
 
 
 DTYPES_RUN = {"generic": [DType.F32, DType.F64, DType.I32, DType.I8I32],
-              "x86-avx2": [DType.F32, DType.F64], EMULATED: [DType.F32, DType.F64]}
+              "x86-avx2": [DType.F32, DType.F64], "x86-avx512": [DType.F32, DType.F64],
+              EMULATED: [DType.F32, DType.F64]}
 
 
 @pytest.mark.parametrize("variant", ["default", "packed", "direct", "tiny", "tiny-packed",
@@ -486,27 +487,54 @@ def test_beta_zero_keeps_nan(builds, target, dtype) -> None:
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
 @pytest.mark.parametrize("target", RUN_TARGETS)
 def test_small_problem_switch(builds, target, dtype) -> None:
-    """Each rule of plan.direct_policy, just inside and just outside: A and B fit in L2 (squares),
-    A's kc block fits a quarter of L2 (short, wide problems), a few column panels (tall, narrow
-    problems)."""
+    """Each rule of plan.direct_policy, just inside and just outside, with the others failing: A
+    and B fit in L2 (`elems`), A's kc block fits a quarter of L2 (`a_elems`), a few column panels
+    (`n_max`).  The cases come from the policy, so they hold for any cache geometry."""
     skip_unless_runs(target)
     lib = builds.library(target, dtype, "default")
-    plan, policy = lib.plan, lib.plan.direct_policy
+    cases = policy_cases(lib.plan)
     rng = np.random.default_rng(5)
-    side = int((policy.elems / 2) ** 0.5)
-    k = 300
-    rows = policy.a_elems // min(k, plan.kc)
-    cases = [((side, side, side), True), ((side + 1, side + 1, side + 1), False),
-             ((rows, 1000, k), True), ((rows + 1, 1000, k), False),
-             ((700, policy.n_max, k), True), ((700, policy.n_max + 1, k), False),
-             ((1, 700, 700), True)]
     for (m, n, k), direct in cases:
-        small = (m * k + k * n <= policy.elems or m * min(k, plan.kc) <= policy.a_elems
-                 or n <= policy.n_max)
-        assert small == direct, (m, n, k)
         before = lib.direct_calls
         lib.gemm(rng, m, n, k, alpha=2, beta=3, tb=m == 1)
         assert lib.direct_calls - before == int(direct), (m, n, k)
+
+
+def is_small(plan: KernelPlan, m: int, n: int, k: int) -> bool:
+    """plan.small_name's rule, in Python."""
+    policy = plan.direct_policy
+    return (m * k + k * n <= policy.elems or m * min(k, plan.direct_kc) <= policy.a_elems
+            or n <= policy.n_max)
+
+
+def policy_cases(plan: KernelPlan) -> list[tuple[tuple[int, int, int], bool]]:
+    policy, kc = plan.direct_policy, plan.direct_kc
+    wide = policy.n_max + 1                      # too wide for the n_max rule
+    short = 8                                    # A: m*k + k*n <= elems with m*k > a_elems
+    a_rows = (policy.elems - short * wide) // short
+    long_k = 2 * kc                              # B: m * kc <= a_elems, with k*n > elems
+    b_rows, b_cols = policy.a_elems // kc, max(wide, policy.elems // long_k + 1)
+    c_rows = policy.elems // long_k + 1          # C: m*k > elems and m*kc > a_elems
+    side = int((policy.elems / 2) ** 0.5)
+    cases = [((a_rows, wide, short), True), ((a_rows + 1, wide, short), False),
+             ((b_rows, b_cols, long_k), True), ((b_rows + 1, b_cols, long_k), False),
+             ((c_rows, policy.n_max, long_k), True), ((c_rows, wide, long_k), False),
+             ((side, side, side), True), ((1, 700, 700), True)]
+    for (m, n, k), direct in cases:
+        assert is_small(plan, m, n, k) == direct, ((m, n, k), direct, policy)
+    return cases
+
+
+@pytest.mark.parametrize("preset", sorted(hostinfo.PRESETS))
+@pytest.mark.parametrize("target", X86)
+def test_small_problem_rules_under_every_host(preset, target) -> None:
+    """The policy cases isolate each rule on every preset's cache geometry too (planning only: the
+    real CPU runs them in test_small_problem_switch)."""
+    host = hostinfo.PRESETS[preset]
+    for dtype in FLOATS:
+        plan = make_plan(targets.TARGETS[target], dtype, host=host)
+        assert plan.direct and plan.direct_policy.elems == host.caches.l2.size // dtype.in_size
+        policy_cases(plan)
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
@@ -642,16 +670,16 @@ void gemm_{m}x{n}x{k}(const {t} *a, const {t} *b, {t} *c)
                 c[i * {n} + j] += a[i * {k} + p] * b[p * {n} + j];
 }}
 """
-ISA_FLAGS = {"generic": [], "x86-avx2": ["-mavx2", "-mfma"]}
+ISA_FLAGS = {"generic": [], "x86-avx2": ["-mavx2", "-mfma"], "x86-avx512": ["-mavx512f", "-mavx2", "-mfma"]}
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
 @pytest.mark.parametrize("target", list(ISA_FLAGS))
-def test_constant_sizes_specialised(tmp_path, target, dtype) -> None:
+def test_constant_sizes(tmp_path, target, dtype) -> None:
     """GEMMs with constant sizes, rewritten by the CLI and compiled with the target's ISA enabled
-    for the whole file (as -march=native does): the driver is inlined into each call site and the
-    direct path specialised for the sizes (the layered driver is not even emitted); results exact,
-    zero sizes left to the original nest.  gcc-12 compiles it warning-free too."""
+    for the whole file (as -march=native does): every call site shares the one driver, small
+    sizes take the direct path, results are exact, zero sizes are left to the original nest.
+    gcc-12 compiles it warning-free too."""
     skip_unless_runs(target)
     from conftest import run_cli
     t = dtype.ctype
@@ -664,7 +692,9 @@ def test_constant_sizes_specialised(tmp_path, target, dtype) -> None:
     obj = tmp_path / "const_kf.o"
     run([CLANG, *flags, "-c", str(out), "-o", str(obj)])
     names = run([OBJDUMP or "llvm-objdump-19", "-t", str(obj)]).stdout
-    assert "_driver_general" not in names       # every call site took the specialised path
+    # one copy of the support code for all the call sites
+    assert sum(" kf_" in line and line.rstrip().endswith("_driver_direct")
+               for line in names.splitlines()) <= 1
     if GCC:
         run([GCC, "-std=c99", *flags, "-c", str(out), "-o", str(tmp_path / "gcc.o")])
     lib_path = tmp_path / "const_kf.so"
