@@ -6,21 +6,30 @@ PY := $(VENV)/bin/python
 APT_PACKAGES := clang-19 lld-19 llvm-19 libopenblas-dev python3-venv cmake ccache \
                 qemu-user libc6-dev-arm64-cross libgcc-12-dev-arm64-cross \
                 libc6-dev-ppc64el-cross libgcc-12-dev-ppc64el-cross
+# make bench's second reference (oneDNN's dnnl_sgemm), beside OpenBLAS
+BENCH_APT_PACKAGES := libdnnl-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps system-deps venv demo test fuzz bench clean
+.PHONY: all deps system-deps bench-deps venv demo test fuzz bench tune clean
 
 all: test
 
 # System packages (apt): only what is missing, so repeated runs are quick and offline.
-system-deps:
-	@missing=""; for p in $(APT_PACKAGES); do \
+define apt_install
+	@missing=""; for p in $(1); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+endef
+
+system-deps:
+	$(call apt_install,$(APT_PACKAGES))
+
+bench-deps: system-deps
+	$(call apt_install,$(BENCH_APT_PACKAGES))
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,8 +50,16 @@ test: deps
 fuzz: deps
 	$(PY) -m pytest -q -m slow tests/
 
-bench: deps
+# GEMM speed against OpenBLAS (and oneDNN), the kernels under llvm-mca beside what this core
+# measures, and what a rewrite costs the compiler.
+bench: deps bench-deps
 	OPENBLAS_NUM_THREADS=1 $(PY) bench/bench_gemm.py
+	$(PY) bench/mca_kernels.py
+	$(PY) bench/compile_time.py
+
+# Measure this machine's best cache blocks (about a minute); rewrites here use them afterwards.
+tune: deps
+	$(PY) -m kernelfarer tune
 
 clean:
 	rm -rf $(VENV) out build *.egg-info

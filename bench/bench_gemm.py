@@ -11,7 +11,8 @@ The program runs the variants on the same data, interleaved, best of several rou
 single-threaded (OPENBLAS_NUM_THREADS=1), checks that the results agree, and prints GFLOP/s.  Times
 are the thread's CPU time (CLOCK_THREAD_CPUTIME_ID; --wall for wall-clock time): on a shared
 machine a run that loses the core for a while is not charged for it, so ratios stay stable.  A
-tiny FMA-throughput loop (12 independent FMA chains in ymm registers) measures this core's peak, so
+tiny FMA-throughput loop (12 independent FMA chains in zmm registers where the core has AVX-512,
+else ymm) measures this core's peak, so
 the table also gives the percentage of the measured peak.  Shapes are M x N x K: C is M x N, A is
 M x K, B is K x N, all row-major and contiguous.
 
@@ -78,23 +79,32 @@ __attribute__((noinline, target("avx2,fma"))) static double run_ps(long iters)
 { double out; CHAINS(__m256, _mm256_fmadd_ps, _mm256_set1_ps, out) return out; }
 __attribute__((noinline, target("avx2,fma"))) static double run_pd(long iters)
 { double out; CHAINS(__m256d, _mm256_fmadd_pd, _mm256_set1_pd, out) return out; }
+__attribute__((noinline, target("avx512f"))) static double run_ps512(long iters)
+{ double out; CHAINS(__m512, _mm512_fmadd_ps, _mm512_set1_ps, out) return out; }
+__attribute__((noinline, target("avx512f"))) static double run_pd512(long iters)
+{ double out; CHAINS(__m512d, _mm512_fmadd_pd, _mm512_set1_pd, out) return out; }
 int main(void)
 {
     const long iters = 50000000;
     double best_s = 1e30, best_d = 1e30, sink = 0;
+    /* the widest vectors the core has: zmm doubles the peak on cores with 512-bit FMA units */
+    const int zmm = __builtin_cpu_supports("avx512f");
     for (int r = 0; r < 7; r++) {
-        double t = now(); sink += run_ps(iters); t = now() - t; if (t < best_s) best_s = t;
-        t = now(); sink += run_pd(iters); t = now() - t; if (t < best_d) best_d = t;
+        double t = now(); sink += zmm ? run_ps512(iters) / 2 : run_ps(iters); t = now() - t; if (t < best_s) best_s = t;
+        t = now(); sink += zmm ? run_pd512(iters) / 2 : run_pd(iters); t = now() - t; if (t < best_d) best_d = t;
     }
     /* 12 FMAs per trip, 2 FLOP per lane */
-    printf("%g %g %g\n", iters * 12.0 * 8 * 2 / best_s * 1e-9, iters * 12.0 * 4 * 2 / best_d * 1e-9,
-           sink);
+    printf("%g %g %g\n", iters * 12.0 * (zmm ? 16 : 8) * 2 / best_s * 1e-9,
+           iters * 12.0 * (zmm ? 8 : 4) * 2 / best_d * 1e-9, sink);
     return 0;
 }
 """
 
 HARNESS = r"""
 #include <cblas.h>
+#ifdef KF_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,11 +143,16 @@ int main(int argc, char **argv)
     /* Small problems are repeated so that one timing lasts at least ~20 ms. */
     long reps = 1;
     while (reps < 1000000 && flop * reps < 1e9) reps *= 2;
-    double best[3] = {{1e30, 1e30, 1e30}};
+    double best[4] = {{1e30, 1e30, 1e30, 1e30}};
+    T *c3 = alloc(nc * sizeof(T));
+    int dnnl_ok = 0;
+#ifdef KF_DNNL
+    dnnl_ok = sizeof(T) == sizeof(float);
+#endif
     for (int r = 0; r < rounds; r++) {{
-        for (int v = 0; v < 3; v++) {{
-            if (v == 2 && !naive_ok) continue;
-            T *c = v == 0 ? c0 : v == 1 ? c1 : c2;
+        for (int v = 0; v < 4; v++) {{
+            if ((v == 2 && !naive_ok) || (v == 3 && !dnnl_ok)) continue;
+            T *c = v == 0 ? c0 : v == 1 ? c1 : v == 2 ? c2 : c3;
             memset(c, 0, nc * sizeof(T));
             long times = v == 2 ? 1 : reps;
             double t0 = now();
@@ -147,8 +162,13 @@ int main(int argc, char **argv)
                     else kf_gemm(m, n, k, a, b, c);
                 }} else if (v == 1) {{
                     cblas_{x}gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1, a, k, b, n, 1, c, n);
-                }} else {{
+                }} else if (v == 2) {{
                     naive_gemm(m, n, k, a, b, c);
+                }} else {{
+#ifdef KF_DNNL
+                    dnnl_sgemm('N', 'N', m, n, k, 1, (const float *)a, k, (const float *)b, n, 1,
+                               (float *)c, n);
+#endif
                 }}
             }}
             double t = (now() - t0) / times;
@@ -161,8 +181,12 @@ int main(int argc, char **argv)
         double d = fabs((double)c0[x] - (double)c1[x]);
         if (d > diff) diff = d;
     }}
-    printf("%g %g %g %g\n", flop / best[0] * 1e-9, flop / best[1] * 1e-9,
-           naive_ok ? flop / best[2] * 1e-9 : 0.0, diff);
+    for (size_t x = 0; dnnl_ok && x < nc; x++) {{
+        double d = fabs((double)c0[x] - (double)c3[x]);
+        if (d > diff) diff = d;
+    }}
+    printf("%g %g %g %g %g\n", flop / best[0] * 1e-9, flop / best[1] * 1e-9,
+           naive_ok ? flop / best[2] * 1e-9 : 0.0, diff, dnnl_ok ? flop / best[3] * 1e-9 : 0.0);
     return 0;
 }}
 """
@@ -203,9 +227,16 @@ def build(dtype: str, workdir: str, const_sizes: list[int], rewrite_options: lis
     kernels = sorted({line.split(" with kernel ")[1].split()[0] for line in done.stderr.splitlines()
                       if " with kernel " in line})
     exe = os.path.join(workdir, f"bench_{dtype}")
+    dnnl = ["-DKF_DNNL", "-ldnnl"] if have_dnnl() else []
     subprocess.run([CC, "-O3", "-march=native", *clock, naive, fast, harness, "-o", exe,
-                    "-I/usr/include/x86_64-linux-gnu", "-lopenblas", "-lm"], check=True)
+                    "-I/usr/include/x86_64-linux-gnu", "-lopenblas", *dnnl, "-lm"], check=True)
     return exe, rewrite_seconds, kernels
+
+
+def have_dnnl() -> bool:
+    """oneDNN (Debian: libdnnl-dev) is the second reference when installed (f32 only: it has no
+    double GEMM)."""
+    return os.path.exists("/usr/include/oneapi/dnnl/dnnl.h")
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:
@@ -240,6 +271,7 @@ def main() -> int:
                         help="passed to kernelfarer rewrite (after --), e.g. --kc 256")
     args = parser.parse_args()
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    os.environ["OMP_NUM_THREADS"] = "1"          # oneDNN's threads
     split = lambda text: [v for v in text.split(",") if v]
     sizes = [int(s) for s in split(args.sizes)]
     shapes = [(n, n, n, False) for n in sizes]
@@ -263,20 +295,21 @@ def main() -> int:
                 done = subprocess.run([exe, str(m), str(n), str(k), str(args.rounds),
                                        str(int(naive_ok)), str(int(const))],
                                       check=True, capture_output=True, text=True)
-                kf, blas, naive, diff = (float(v) for v in done.stdout.split())
-                rows.append((dtype, m, n, k, const, kf, blas, naive, diff, peak))
+                kf, blas, naive, diff, dnnl = (float(v) for v in done.stdout.split())
+                rows.append((dtype, m, n, k, const, kf, blas, naive, diff, peak, dnnl))
                 label = f"{m}x{n}x{k}" + (" const" if const else "")
                 print(f"  {label:>20} kernelfarer {kf:7.2f}  OpenBLAS {blas:7.2f}  "
                       f"ratio {kf / blas:5.2f}  {100 * kf / peak:5.1f}% of peak"
+                      + (f"  oneDNN {dnnl:7.2f} ratio {kf / dnnl:5.2f}" if dnnl else "")
                       + (f"  naive {naive:6.2f}" if naive else ""), flush=True)
     print()
     print(f"measured peak: f32 {peak32:.1f} GFLOP/s, f64 {peak64:.1f} GFLOP/s (one core)")
     print()
     print("| dtype | M x N x K | sizes | kernelfarer GFLOP/s | OpenBLAS GFLOP/s | ratio | target "
-          "| % of peak | naive GFLOP/s | max diff |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| % of peak | oneDNN GFLOP/s | ratio | naive GFLOP/s | max diff |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     misses = 0
-    for dtype, m, n, k, const, kf, blas, naive, diff, peak in rows:
+    for dtype, m, n, k, const, kf, blas, naive, diff, peak, dnnl in rows:
         goal, minimum = target_for(m, n, k, const)
         ratio = kf / blas
         mark = "" if ratio >= minimum else " (missed)"
@@ -284,7 +317,8 @@ def main() -> int:
         shape = f"{m}" if m == n == k else f"{m}x{n}x{k}"
         naive_text = f"{naive:.2f}" if naive else "-"
         print(f"| {dtype} | {shape} | {'const' if const else 'run-time'} | {kf:.1f} | {blas:.1f} "
-              f"| {ratio:.2f}{mark} | {goal} | {100 * kf / peak:.0f}% | {naive_text} | {diff:g} |")
+              f"| {ratio:.2f}{mark} | {goal} | {100 * kf / peak:.0f}% "
+              f"| {f'{dnnl:.1f} | {kf / dnnl:.2f}' if dnnl else '- | -'} | {naive_text} | {diff:g} |")
     print()
     print(f"{misses} row(s) below target" if misses else "all rows meet their targets")
     return 0

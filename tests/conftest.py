@@ -79,12 +79,28 @@ class Blocking:
 
 
 DEFAULT_BLOCKING = Blocking()
-# Small cache blocks: every block edge (mc, kc, nc) and register-tile edge (mr, nr) is crossed at
-# sizes of a few dozen.  mc = 12 and nc = 32 are multiples of every target's mr and nr.
-SMALL_BLOCKING = Blocking(mc=12, kc=8, nc=32)
-# kc = 7 is not a multiple of the kernels' k unroll (4): full kc blocks take the remainder loop.
-ODD_BLOCKING = Blocking(mc=24, kc=7, nc=64)
 
+
+def small_blocking(*target_names: str, tiles: int = 2, kc: int = 8) -> Blocking:
+    """Cache blocks of `tiles` register tiles of every float kernel of the targets (mc and nc
+    multiples of all their mr and nr): every block edge lies at a few dozen.  Derived from the
+    registry, so a kernel whose register block changes keeps valid test blocks."""
+    import math
+    from kernelfarer import targets
+    from kernelfarer.targets import DType
+    shapes = [targets.TARGETS[name].kernel(d) for name in target_names
+              for d in (DType.F32, DType.F64) if d in targets.TARGETS[name].kernels]
+    return Blocking(mc=tiles * math.lcm(*(s.mr for s in shapes)), kc=kc,
+                    nc=tiles * math.lcm(*(s.nr for s in shapes)))
+
+
+X86_TARGETS = ("x86-avx512", "x86-avx2", "generic")
+# Small cache blocks for every x86 target: one register tile of each per mc and nc (12, 32 today),
+# so every block edge (mc, kc, nc) and register-tile edge (mr, nr) is crossed at sizes of a few
+# dozen.
+SMALL_BLOCKING = small_blocking(*X86_TARGETS, tiles=1)
+# kc = 7 is not a multiple of the kernels' k unroll (4): full kc blocks take the remainder loop.
+ODD_BLOCKING = small_blocking(*X86_TARGETS, tiles=2, kc=7)
 
 @dataclass
 class Rewrite:
@@ -209,14 +225,3 @@ def native_target() -> str:
     real = hostinfo.real_host()
     return targets.best_for_host(real.flags, real.arch).name
 
-
-def small_blocking(*target_names: str) -> Blocking:
-    """Cache blocks of two register tiles of every float kernel of the targets (mc and nc
-    multiples of all their mr and nr) and kc = 8: every block edge lies at a few dozen."""
-    import math
-    from kernelfarer import targets
-    from kernelfarer.targets import DType
-    shapes = [targets.TARGETS[name].kernel(d) for name in target_names
-              for d in (DType.F32, DType.F64) if d in targets.TARGETS[name].kernels]
-    return Blocking(mc=2 * math.lcm(*(s.mr for s in shapes)), kc=8,
-                    nc=2 * math.lcm(*(s.nr for s in shapes)))

@@ -1,0 +1,219 @@
+"""The x86 micro-kernels' k loops under llvm-mca, next to what this machine measures.
+
+For each x86 kernel (AVX-512 and AVX2, f32 and f64) the packed micro-kernel is compiled as the
+rewriter emits it (clang-19 -O3, function target attributes), its main k loop is cut out of the
+assembly and run through `llvm-mca-19 -mcpu=<core>` for the cores of the machines this project
+meets: cycles per k step against the FMA pipes' bound (the register tile's FMAs divided by the
+FMAs the core issues per cycle at that vector width).  Where this CPU runs the kernel, the same
+kernel is timed on L1-resident packed panels and compared with this core's measured FMA peak at
+that width.
+
+A caveat on the models: llvm-mca-19's `sapphirerapids` (and `icelake-server`) model issues 512-bit
+FMAs on port 0 only, like the client cores; the Xeon parts have a second 512-bit FMA unit on port 5,
+which `skylake-avx512` models.  Both are printed for AVX-512.
+
+    python bench/mca_kernels.py [--cpus skylake-avx512,sapphirerapids,znver4,znver3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from kernelfarer import emit, hostinfo, targets  # noqa: E402
+from kernelfarer.plan import make_plan  # noqa: E402
+from kernelfarer.targets import DType  # noqa: E402
+
+CC = os.environ.get("CC", "clang-19")
+MCA = shutil.which("llvm-mca-19") or shutil.which("llvm-mca")
+
+# FMA instructions issued per cycle at a vector width, per llvm-mca core model (what the model
+# assumes, which for sapphirerapids is not the Xeon part: see the module docstring).
+FMA_PER_CYCLE = {
+    ("skylake-avx512", 512): 2, ("skylake-avx512", 256): 2,
+    ("sapphirerapids", 512): 1, ("sapphirerapids", 256): 2,
+    ("znver4", 512): 1, ("znver4", 256): 2,
+    ("znver3", 256): 2, ("haswell", 256): 2,
+}
+CPUS = {"x86-avx512": ("skylake-avx512", "sapphirerapids", "znver4"),
+        "x86-avx2": ("znver3", "znver4", "haswell")}
+WIDTH = {"x86-avx512": 512, "x86-avx2": 256}
+
+WRAPPER = """
+{attr} void kf_mca_kernel(kf_index k, const {T} *a, const {T} *b, {T} *c, kf_index ldc)
+{{
+    {kernel}(k, a, b, c, ldc, {mr}, {nr}, 1, 1, 1);
+}}
+"""
+
+TIMER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+void kf_mca_kernel(long, const {T} *, const {T} *, {T} *, long);
+static double now(void) {{ struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }}
+int main(void)
+{{
+    enum {{ K = 256 }};
+    static {T} a[{mr} * K] __attribute__((aligned(64))), b[{nr} * K] __attribute__((aligned(64)));
+    static {T} c[{mr} * {nr}] __attribute__((aligned(64)));
+    for (int i = 0; i < {mr} * K; i++) a[i] = ({T})((i % 7) - 3) * 1e-3;
+    for (int i = 0; i < {nr} * K; i++) b[i] = ({T})((i % 5) - 2) * 1e-3;
+    long calls = 200000000L / ({mr} * {nr} / 8 * K) + 1;
+    double best = 1e30;
+    for (int r = 0; r < 5; r++) {{
+        double t = now();
+        for (long i = 0; i < calls; i++) kf_mca_kernel(K, a, b, c, {nr});
+        t = now() - t;
+        if (t < best) best = t;
+    }}
+    printf("%g %g\n", 2.0 * {mr} * {nr} * K * calls / best * 1e-9, c[0]);
+    return 0;
+}}
+"""
+
+PEAK = r"""
+#include <immintrin.h>
+#include <stdio.h>
+#include <time.h>
+static double now(void) {{ struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }}
+/* 12 independent FMA chains: enough to cover the FMA latency on two pipes */
+__attribute__((noinline, target("{attr}"))) static double run(long iters)
+{{
+    {V} x0 = {SET1}(1), x1 = x0, x2 = x0, x3 = x0, x4 = x0, x5 = x0, x6 = x0, x7 = x0, x8 = x0,
+        x9 = x0, x10 = x0, x11 = x0, m = {SET1}(0.999999), d = {SET1}(1e-7);
+    for (long i = 0; i < iters; i++) {{
+        x0 = {FMA}(x0, m, d); x1 = {FMA}(x1, m, d); x2 = {FMA}(x2, m, d); x3 = {FMA}(x3, m, d);
+        x4 = {FMA}(x4, m, d); x5 = {FMA}(x5, m, d); x6 = {FMA}(x6, m, d); x7 = {FMA}(x7, m, d);
+        x8 = {FMA}(x8, m, d); x9 = {FMA}(x9, m, d); x10 = {FMA}(x10, m, d); x11 = {FMA}(x11, m, d);
+        __asm__ volatile("" : "+v"(x0), "+v"(x1), "+v"(x2), "+v"(x3), "+v"(x4), "+v"(x5),
+                         "+v"(x6), "+v"(x7), "+v"(x8), "+v"(x9), "+v"(x10), "+v"(x11));
+    }}
+    return x0[0] + x1[0] + x2[0] + x3[0] + x4[0] + x5[0] + x6[0] + x7[0] + x8[0] + x9[0] + x10[0] + x11[0];
+}}
+int main(void)
+{{
+    const long iters = 30000000;
+    double best = 1e30, sink = 0;
+    for (int r = 0; r < 5; r++) {{ double t = now(); sink += run(iters); t = now() - t; if (t < best) best = t; }}
+    printf("%g %g\n", iters * 12.0 * {LANES} * 2 / best * 1e-9, sink);
+    return 0;
+}}
+"""
+
+
+def compile_kernel(target: str, dtype: DType, workdir: str) -> tuple[str, object]:
+    plan = make_plan(targets.TARGETS[target], dtype, caches=hostinfo.real_host().caches)
+    src = os.path.join(workdir, f"{plan.kernel_name}.c")
+    with open(src, "w") as f:
+        f.write(emit.render_support([plan]))
+        f.write(WRAPPER.format(attr=plan.attribute, T=plan.ctype, kernel=plan.kernel_name,
+                               mr=plan.mr, nr=plan.nr))
+    asm = src[:-2] + ".s"
+    subprocess.run([CC, "-O3", "-S", "-w", src, "-o", asm], check=True)
+    return asm, plan
+
+
+def k_loop(asm_path: str, function: str) -> list[str]:
+    """The loop of `function` with the most FMAs, as assembly lines (labels and comments gone)."""
+    lines = open(asm_path).read().splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(f"{function}:"))
+    end = next(i for i in range(start, len(lines)) if ".cfi_endproc" in lines[i])
+    body = lines[start:end]
+    labels = {ln.split(":")[0]: i for i, ln in enumerate(body) if re.match(r"^\.LBB\S+:", ln)}
+    best: list[str] = []
+    for i, ln in enumerate(body):
+        m = re.match(r"^\s+j\w+\s+(\.LBB\S+)", ln)
+        if m and m.group(1) in labels and labels[m.group(1)] < i:
+            loop = [x.split("#")[0].rstrip() for x in body[labels[m.group(1)] + 1:i + 1]]
+            loop = [x for x in loop if x.strip() and not x.strip().startswith(".")]
+            if sum("vfmadd" in x for x in loop) > sum("vfmadd" in x for x in best):
+                best = loop
+    return best
+
+
+def mca(loop: list[str], cpu: str, workdir: str) -> float:
+    path = os.path.join(workdir, f"loop-{cpu}.s")
+    with open(path, "w") as f:
+        f.write("\n".join(loop) + "\n")
+    out = subprocess.run([MCA, f"-mcpu={cpu}", "-iterations=300", path], capture_output=True,
+                         text=True, check=True).stdout
+    iterations = int(re.search(r"Iterations:\s+(\d+)", out).group(1))
+    cycles = int(re.search(r"Total Cycles:\s+(\d+)", out).group(1))
+    return cycles / iterations
+
+
+def measure(plan, workdir: str) -> tuple[float, float] | None:
+    """(kernel GFLOP/s on L1-resident panels, this core's FMA peak at that width), natively."""
+    if not targets.real_host_runs(plan.target):
+        return None
+    obj = os.path.join(workdir, f"{plan.kernel_name}.o")
+    src = os.path.join(workdir, f"{plan.kernel_name}.c")
+    subprocess.run([CC, "-O3", "-c", "-w", src, "-o", obj], check=True)
+    timer = os.path.join(workdir, f"timer-{plan.kernel_name}.c")
+    with open(timer, "w") as f:
+        f.write(TIMER.format(T=plan.ctype, mr=plan.mr, nr=plan.nr))
+    exe = timer[:-2]
+    subprocess.run([CC, "-O2", timer, obj, "-o", exe], check=True)
+    kernel = float(subprocess.run([exe], capture_output=True, text=True, check=True).stdout.split()[0])
+    wide = plan.target.name == "x86-avx512"
+    suffix = ("ps" if plan.dtype is DType.F32 else "pd")
+    peak_src = os.path.join(workdir, f"peak-{plan.kernel_name}.c")
+    with open(peak_src, "w") as f:
+        f.write(PEAK.format(
+            attr="avx512f,avx2,fma" if wide else "avx2,fma",
+            V=("__m512" if wide else "__m256") + ("" if plan.dtype is DType.F32 else "d"),
+            SET1=f"_mm{512 if wide else 256}_set1_{suffix}",
+            FMA=f"_mm{512 if wide else 256}_fmadd_{suffix}", LANES=plan.lanes))
+    subprocess.run([CC, "-O2", peak_src, "-o", peak_src[:-2]], check=True)
+    peak = float(subprocess.run([peak_src[:-2]], capture_output=True, text=True,
+                                check=True).stdout.split()[0])
+    return kernel, peak
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cpus", default="", help="llvm-mca cores (default: per target)")
+    args = parser.parse_args()
+    if MCA is None:
+        print("llvm-mca-19 is not installed (Debian: llvm-19)", file=sys.stderr)
+        return 1
+    print(f"this machine: {hostinfo.real_host().cpu_model} (llvm-mca model "
+          f"{hostinfo.real_host().mca_cpu or '-'})\n")
+    print("| kernel | k steps / trip | FMAs / k step | instructions / k step | llvm-mca core "
+          "| cycles / k step | FMA bound | of the bound | measured here |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="kf-mca-") as workdir:
+        for target in ("x86-avx512", "x86-avx2"):
+            for dtype in (DType.F32, DType.F64):
+                asm, plan = compile_kernel(target, dtype, workdir)
+                loop = k_loop(asm, "kf_mca_kernel")   # the kernel is inlined there
+                fmas = sum("vfmadd" in x for x in loop)
+                per_trip = fmas // (plan.mr * len(plan.vectors)) or 1
+                measured = measure(plan, workdir)
+                cpus = [c for c in args.cpus.split(",") if c] or CPUS[target]
+                mine = hostinfo.real_host().mca_cpu
+                shown = mine if mine in cpus else cpus[0]
+                for cpu in cpus:
+                    per_step = mca(loop, cpu, workdir) / per_trip
+                    ports = FMA_PER_CYCLE.get((cpu, WIDTH[target]), 2)
+                    bound = plan.mr * len(plan.vectors) / ports
+                    here = "-"
+                    if measured and cpu == shown:
+                        kernel, peak = measured
+                        here = f"{kernel:.1f} GFLOP/s = {100 * kernel / peak:.0f}% of {peak:.1f}"
+                    print(f"| {plan.kernel_name} | {per_trip} | {fmas // per_trip} "
+                          f"| {len(loop) / per_trip:.1f} | {cpu} | {per_step:.2f} | {bound:.1f} "
+                          f"| {100 * bound / per_step:.0f}% | {here} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
