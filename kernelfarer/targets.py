@@ -284,8 +284,9 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
         ),
         Target(
             name="x86-auto",
-            description="x86-64: AVX-512, AVX2 and generic kernels, chosen at the first call by "
-                        "the CPU that runs the program (KERNELFARER_PATH=<target> forces one)",
+            description="x86-64: AVX-512 and AVX2 kernels, chosen at the first call by the CPU "
+                        "that runs the program (without AVX2 the original loops run; "
+                        "KERNELFARER_PATH=<target> forces one)",
             cpu_features=(),
             attribute="",
             headers=(),
