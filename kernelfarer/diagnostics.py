@@ -42,9 +42,11 @@ class Remark:
         if self.replaced:
             d = dict(self.details)
             guards = len(d.get("guards", ()))
+            source = d.get("blocking_source", "model")
+            blocks = d["blocking"] + (f" ({source.split(' (')[0]})" if source != "model" else "")
             return (f"{self.location}: remark: replaced {d['dtype']} GEMM {d['description']} "
                     f"({d['sizes']}; {d['layouts']}) with kernel {d['kernel']}"
-                    f" [{d['blocking']}; {guards} run-time check{'s' if guards != 1 else ''}]")
+                    f" [{blocks}; {guards} run-time check{'s' if guards != 1 else ''}]")
         return f"{self.location}: remark: not replaced: {self.reason}"
 
     def to_json(self) -> dict:
