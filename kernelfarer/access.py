@@ -145,7 +145,7 @@ def flatten_access(node: c_ast.ArrayRef, scope: Scope, conv: IndexConverter,
 
 
 def row_stride_symbol(name: str) -> str:
-    return "kf_rs_" + "".join(ch if ch.isalnum() else "_" for ch in name)
+    return "$rs_" + "".join(ch if ch.isalnum() else "_" for ch in name)
 
 
 def _row_table_access(name: str, t: ctype.CType, subscripts: list[c_ast.Node],

@@ -26,7 +26,7 @@ from kernelfarer import emit
 from kernelfarer.diagnostics import KernelfarerError
 from kernelfarer.islc import AstPrinter
 from kernelfarer.plan import DispatchPlan, KernelPlan
-from kernelfarer.spec import CInit, GemmSpec, Guard
+from kernelfarer.spec import SIZE_NAMES, CInit, GemmSpec, Guard
 from kernelfarer.transforms import blocking, tiling
 
 CBLAS_INT_MAX = "2147483647"
@@ -107,10 +107,11 @@ def blas_call(spec: GemmSpec) -> "BlasCall | str":
     if function is None or spec.dtype.in_ctype != spec.dtype.ctype:
         return f"CBLAS has no {spec.dtype.in_ctype} GEMM"
     guards = list(spec.guards)
-    guards.append(Guard(f"kf_m <= {CBLAS_INT_MAX} && kf_n <= {CBLAS_INT_MAX} && "
-                        f"kf_k <= {CBLAS_INT_MAX}", "the sizes fit CBLAS's int"))
+    m, n, k = SIZE_NAMES
+    guards.append(Guard(f"{m} <= {CBLAS_INT_MAX} && {n} <= {CBLAS_INT_MAX} && "
+                        f"{k} <= {CBLAS_INT_MAX}", "the sizes fit CBLAS's int"))
     forms = []
-    for op, role, rows, cols in ((spec.a, "A", "kf_m", "kf_k"), (spec.b, "B", "kf_k", "kf_n")):
+    for op, role, rows, cols in ((spec.a, "A", m, k), (spec.b, "B", k, n)):
         if _is_one(op.col_stride):
             trans, ld, need = "CblasNoTrans", op.row_stride, cols
         elif _is_one(op.row_stride):
@@ -122,7 +123,7 @@ def blas_call(spec: GemmSpec) -> "BlasCall | str":
                             f"{role}'s leading dimension suits CBLAS"))
         forms.append((trans, ld))
     ldc = spec.c.row_stride
-    guards.append(Guard(f"{ldc} >= kf_max(1, kf_n) && {ldc} <= {CBLAS_INT_MAX}",
+    guards.append(Guard(f"{ldc} >= kf_max(1, {n}) && {ldc} <= {CBLAS_INT_MAX}",
                         "C's leading dimension suits CBLAS"))
     if spec.init is CInit.ACCUMULATE:
         beta = "1"

@@ -43,8 +43,13 @@ class Epilogue:
 
 
 def pure_functions(ast: c_ast.FileAST) -> frozenset[str]:
-    """Math functions plus the file's own functions whose body is `return <pure expression>;`."""
+    """Math functions plus the file's own functions whose body is `return <expression>;` over
+    their value parameters, constants, read-only tables (file-scope `const` arrays) and calls of
+    other such functions: a mod/ref summary through the file, so a helper that reads memory the
+    nest may write (a global array, or anything through a pointer) is not pure."""
     found = set(PURE_FUNCTIONS)
+    why: dict[str, str] = {}
+    tables = _const_tables(ast)
     changed = True
     defs = {ext.decl.name: ext for ext in ast.ext if isinstance(ext, c_ast.FuncDef)}
     while changed:
@@ -55,14 +60,57 @@ def pure_functions(ast: c_ast.FileAST) -> frozenset[str]:
             items = func.body.block_items or []
             if len(items) == 1 and isinstance(items[0], c_ast.Return) and items[0].expr is not None:
                 params = {p.name for p in (getattr(func.decl.type.args, "params", None) or [])
-                          if isinstance(p, c_ast.Decl)}
+                          if isinstance(p, c_ast.Decl) and not _is_pointer(p.type)}
+                reads: list[c_ast.ArrayRef] = []
                 try:
-                    check_pure(items[0].expr, found, allowed_names=params, reads=[])
-                except NotGemm:
+                    check_pure(items[0].expr, found, allowed_names=params, reads=reads)
+                except NotGemm as exc:
+                    why[name] = str(exc)
+                    continue
+                memory = [r for r in reads if _base_name(r) not in tables]
+                if memory:
+                    why[name] = f"it reads '{_GEN.visit(memory[0])}', memory the nest may write"
                     continue
                 found.add(name)
+                why.pop(name, None)
                 changed = True
-    return frozenset(found)
+            else:
+                why[name] = "its body is more than `return <expression>;`"
+    return PureFunctions(found, why)
+
+
+class PureFunctions(frozenset):
+    """Names of functions without side effects and memory reads, and why the file's other
+    functions are not among them (for remarks)."""
+
+    def __new__(cls, names, why: dict[str, str]):
+        self = super().__new__(cls, names)
+        self.why = dict(why)
+        return self
+
+
+def _is_pointer(t: c_ast.Node) -> bool:
+    return isinstance(t, (c_ast.PtrDecl, c_ast.ArrayDecl))
+
+
+def _base_name(ref: c_ast.ArrayRef) -> str | None:
+    base = ref
+    while isinstance(base, c_ast.ArrayRef):
+        base = base.name
+    return base.name if isinstance(base, c_ast.ID) else None
+
+
+def _const_tables(ast: c_ast.FileAST) -> set[str]:
+    """File-scope arrays whose elements are const: nothing (defined) can write them."""
+    out = set()
+    for ext in ast.ext:
+        if isinstance(ext, c_ast.Decl) and isinstance(ext.type, c_ast.ArrayDecl):
+            inner = ext.type
+            while isinstance(inner, c_ast.ArrayDecl):
+                inner = inner.type
+            if isinstance(inner, c_ast.TypeDecl) and "const" in (inner.quals or []):
+                out.add(ext.name)
+    return out
 
 
 def check_pure(node: c_ast.Node, functions: frozenset[str] | set[str], *,
@@ -77,7 +125,9 @@ def check_pure(node: c_ast.Node, functions: frozenset[str] | set[str], *,
     if isinstance(node, c_ast.FuncCall):
         name = _GEN.visit(node.name)
         if name not in functions:
-            raise NotGemm(f"call to '{name}', which may have side effects")
+            reason = getattr(functions, "why", {}).get(name)
+            raise NotGemm(f"call to '{name}': {reason}" if reason else
+                          f"call to '{name}', which may have side effects")
         for arg in (node.args.exprs if node.args else []):
             check_pure(arg, functions, allowed_names=allowed_names, reads=reads)
         return
@@ -93,6 +143,8 @@ def check_pure(node: c_ast.Node, functions: frozenset[str] | set[str], *,
     if isinstance(node, c_ast.UnaryOp):
         if node.op in ("++", "--", "p++", "p--", "&", "sizeof"):
             raise NotGemm(f"operator '{node.op}' in an epilogue")
+        if node.op == "*":
+            raise NotGemm(f"read through the pointer '{_GEN.visit(node.expr)}'")
         check_pure(node.expr, functions, allowed_names=allowed_names, reads=reads)
         return
     if isinstance(node, c_ast.StructRef):

@@ -246,9 +246,11 @@ class SourceText:
 class TranslationUnit:
     source: SourceText
     ast: c_ast.FileAST
+    identifiers: frozenset[str] = frozenset()   # every identifier of the preprocessed file
 
 
 def load(path: str, cppflags: tuple[str, ...] = ()) -> TranslationUnit:
+    from kernelfarer.hygiene import identifiers
     source = SourceText.read(path)
     text = preprocess(path, cppflags)
-    return TranslationUnit(source=source, ast=parse(text, path))
+    return TranslationUnit(source=source, ast=parse(text, path), identifiers=identifiers(text))

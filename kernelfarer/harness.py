@@ -16,7 +16,7 @@ from pycparser import c_ast
 from kernelfarer import ctype, frontend
 from kernelfarer.diagnostics import KernelfarerError
 from kernelfarer.scan import tokenize
-from kernelfarer.spec import GemmSpec
+from kernelfarer.spec import SIZE_NAMES, GemmSpec
 from kernelfarer.unit import find_candidates
 
 ALPHA, BETA = "2", "0.5"          # exact in binary: results stay exact on small integers
@@ -54,7 +54,10 @@ class Subject:
 # -- what to call, and how --------------------------------------------------------------------------
 
 def _identifiers(*texts: str) -> set[str]:
-    return {t.text for text in texts for t in tokenize(text) if t.kind == "ident"}
+    """The user's identifiers in spec texts (generated placeholders such as $m left out)."""
+    from kernelfarer.hygiene import PLACEHOLDER
+    return {t.text for text in texts for t in tokenize(PLACEHOLDER.sub("0", text))
+            if t.kind == "ident"}
 
 
 def _typedefs(ast: c_ast.FileAST) -> dict:
@@ -80,7 +83,7 @@ def _walk(node: c_ast.Node):
         yield from _walk(child)
 
 
-_C_WORDS = {"kf_index", "kf_m", "kf_n", "kf_k", "kf_min", "kf_max", "kf_disjoint", "const", "float",
+_C_WORDS = {"kf_index", "kf_min", "kf_max", "kf_disjoint", "const", "float",
             "double", "int", "long", "short", "char", "signed", "unsigned", "sizeof", "void",
             "restrict", "volatile"}
 
@@ -93,9 +96,10 @@ def make_subject(func: c_ast.FuncDef, spec: GemmSpec, ast: c_ast.FileAST) -> Sub
     params = getattr(func.decl.type, "args", None)
     decls = [p for p in (params.params if params else []) if isinstance(p, c_ast.Decl)]
     typedefs = _typedefs(ast)
-    operands = {spec.a.name: ("A", spec.a, "kf_m", "kf_k", spec.dtype.in_ctype, 3),
-                spec.b.name: ("B", spec.b, "kf_k", "kf_n", spec.dtype.in_ctype, 3),
-                spec.c.name: ("C", spec.c, "kf_m", "kf_n", spec.dtype.ctype, 2)}
+    m, n, k = SIZE_NAMES
+    operands = {spec.a.name: ("A", spec.a, m, k, spec.dtype.in_ctype, 3),
+                spec.b.name: ("B", spec.b, k, n, spec.dtype.in_ctype, 3),
+                spec.c.name: ("C", spec.c, m, n, spec.dtype.ctype, 2)}
     sizes = _identifiers(spec.m, spec.n, spec.k)
     strides = _identifiers(*(x for op in (spec.a, spec.b, spec.c)
                              for x in (op.row_stride, op.col_stride)))
@@ -195,6 +199,8 @@ def load_subjects(path: str, cppflags: tuple[str, ...] = (), functions: tuple[st
 
 
 def render_harness(path: str, subjects: list[Subject]) -> str:
-    from kernelfarer import emit
-    return emit.environment().get_template("compare_harness.c.j2").render(
+    from kernelfarer import emit, hygiene
+    text = emit.environment().get_template("compare_harness.c.j2").render(
         path=path, subjects=subjects, prelude=emit.render_prelude([]))
+    with open(path, encoding="utf-8", errors="surrogateescape") as f:
+        return hygiene.Names(hygiene.identifiers(f.read())).bind(text)

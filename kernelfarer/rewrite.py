@@ -6,7 +6,7 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 
-from kernelfarer import frontend, targets
+from kernelfarer import frontend, hygiene, targets
 from kernelfarer.diagnostics import KernelfarerError, Remark, SourceLocation
 from kernelfarer.plan import KernelPlan, make_dispatch_plan, make_plan
 from kernelfarer.scan import tokenize
@@ -54,6 +54,8 @@ def rewrite_file(path: str, options: RewriteOptions = RewriteOptions()) -> Rewri
     target = targets.get_target(options.target)
     tu = frontend.load(path, options.cppflags)
     source = tu.source
+    macros = frontend.defined_macros(path, options.cppflags)
+    names = hygiene.Names(tu.identifiers | macros)
     notes = []
     if options.target == "auto" and target.name == targets.GENERIC:
         notes.append("remark: no SIMD target runs on this host; using the portable 'generic' kernels")
@@ -95,7 +97,7 @@ def rewrite_file(path: str, options: RewriteOptions = RewriteOptions()) -> Rewri
         original = source.text[span.start:span.end]
         indent = source.indentation(span.start)
         call = backend.call(backends.Site(spec, plan, original, indent, cand.node))
-        edits.append(_Edit(span.start, span.end, call.text))
+        edits.append(_Edit(span.start, span.end, names.bind(call.text)))
         if call.plan is not None:
             used.setdefault(call.plan.driver_name, call.plan)
         if call.note:
@@ -112,8 +114,16 @@ def rewrite_file(path: str, options: RewriteOptions = RewriteOptions()) -> Rewri
         remarks.append(Remark(location, "gemm", True, "", details))
     text = source.text
     if edits:
-        support = _shield_from_macros(backend.support(list(used.values())),
-                                      frontend.defined_macros(path, options.cppflags))
+        support = backend.support(list(used.values()))
+        clash = names.collisions(support)
+        if clash:
+            # The support code's file-scope names cannot move: leave the file as it is.
+            why = (f"the file uses '{clash[0]}', a name kernelfarer's generated code defines "
+                   "(the nests are left as they are)")
+            remarks = [Remark(r.location, r.kind, False, why) if r.replaced else r
+                       for r in remarks]
+            return RewriteResult(path=path, text=source.text, remarks=remarks, notes=notes)
+        support = _shield_from_macros(support, macros)
         edits.append(_Edit(insert_at, insert_at, support))
         text = _splice(source.text, edits)
         if options.verify:

@@ -21,8 +21,9 @@ from kernelfarer.fission import Around
 from kernelfarer.targets import DType
 
 
-# Names under which the call site holds the sizes; guards may use them.
-SIZE_NAMES = ("kf_m", "kf_n", "kf_k")
+# Names under which the call site holds the sizes; guards may use them.  Placeholders: each call
+# site binds them to names its file does not use (hygiene.py).
+SIZE_NAMES = ("$m", "$n", "$k")
 
 
 class CInit(enum.Enum):

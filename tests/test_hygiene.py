@@ -1,0 +1,173 @@
+"""Regression tests of two silent miscompiles: generated names that captured the user's, and an
+epilogue helper that read the result while it was treated as pure."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from conftest import TRACE_COUNTER, compile_c, load_library, native_target, run_cli
+
+CAPTURE = """
+void gemm(int kf_m, int kf_n, int kf_k, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < kf_m; i++)
+        for (int j = 0; j < kf_n; j++)
+            for (int p = 0; p < kf_k; p++)
+                C[i * kf_n + j] += A[i * kf_k + p] * B[p * kf_n + j];
+}
+"""
+
+MACRO_CAPTURE = """
+#define kf_n_2 7
+int kf_m_2;
+void gemm(int kf_m, int kf_n, int kf_k, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < kf_m; i++)
+        for (int j = 0; j < kf_n; j++)
+            for (int p = 0; p < kf_k; p++)
+                C[i * kf_n + j] += A[i * kf_k + p] * B[p * kf_n + j];
+}
+"""
+
+SUPPORT_NAME = """
+static int kf_min(int a, int b) { return a < b ? a : b; }
+int smaller(int a, int b) { return kf_min(a, b); }
+void gemm(int m, int n, int k, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            for (int p = 0; p < k; p++)
+                C[i * n + j] += A[i * k + p] * B[p * n + j];
+}
+"""
+
+
+def _build(tmp_path, source: str):
+    src = tmp_path / "in.c"
+    src.write_text(source)
+    out, report = tmp_path / "out.c", tmp_path / "r.json"
+    done = run_cli("rewrite", src, "-o", out, "--report", report, "--target", native_target())
+    assert done.returncode == 0, done.stderr
+    libs = []
+    for path, flags in ((src, ()), (out, ("-DKERNELFARER_TRACE", "-Wall", "-Wextra", "-Werror"))):
+        lib = path.with_suffix(".so")
+        compile_c(path, lib, "-O1", "-shared", "-fPIC", *flags)
+        libs.append(lib)
+    return json.loads(report.read_text())["nests"], out.read_text(), libs
+
+
+@pytest.mark.parametrize("source", [CAPTURE, MACRO_CAPTURE], ids=["parameters", "macro-and-global"])
+def test_sizes_named_like_generated_locals(tmp_path, source) -> None:
+    """Size parameters called kf_m, kf_n, kf_k (and a macro and a global named like the fallback
+    names): the call site's locals get names the file does not use, and the fast path computes
+    what the original does."""
+    nests, text, (orig, fast) = _build(tmp_path, source)
+    assert nests[0]["replaced"]
+    call_site = text[text.index("void gemm("):]
+    locals_ = re.findall(r"const kf_index (\w+) =", call_site)
+    assert len(locals_) == 3 and not set(locals_) & set(re.findall(r"\w+", source)), locals_
+    cdef = "void gemm(int, int, int, const float *, const float *, float *);"
+    _, lib0 = load_library(orig, cdef)
+    ffi, lib1 = load_library(fast, cdef + f"extern long {TRACE_COUNTER};")
+    rng = np.random.default_rng(0)
+    for m, n, k in ((1, 1, 1), (13, 37, 29), (40, 33, 70)):
+        a = rng.integers(-3, 4, (m, k)).astype(np.float32)
+        b = rng.integers(-3, 4, (k, n)).astype(np.float32)
+        c0 = rng.integers(-3, 4, (m, n)).astype(np.float32)
+        c1 = c0.copy()
+        before = getattr(lib1, TRACE_COUNTER)
+        lib0.gemm(m, n, k, ffi.from_buffer("float[]", a), ffi.from_buffer("float[]", b),
+                  ffi.from_buffer("float[]", c0))
+        lib1.gemm(m, n, k, ffi.from_buffer("float[]", a), ffi.from_buffer("float[]", b),
+                  ffi.from_buffer("float[]", c1))
+        assert getattr(lib1, TRACE_COUNTER) == before + 1, (m, n, k)
+        assert np.array_equal(c0, c1), (m, n, k)
+
+
+def test_file_using_a_support_name_is_left_as_it_is(tmp_path) -> None:
+    src = tmp_path / "in.c"
+    src.write_text(SUPPORT_NAME)
+    out = tmp_path / "out.c"
+    done = run_cli("rewrite", src, "-o", out, "--remarks")
+    assert done.returncode == 0, done.stderr
+    assert out.read_text() == SUPPORT_NAME
+    assert "not replaced: the file uses 'kf_min'" in done.stderr
+
+
+HELPERS = """
+float Y[4096];
+static const float table[4] = {0.5f, 2.0f, 3.0f, 4.0f};
+static float bump(float x) { return x + Y[0]; }
+static float peek(const float *p) { return *p; }
+static float twice(float x) { return x * table[1]; }
+static float relu(float x) { return x > 0 ? x : 0; }
+
+void reads_result(int m, int n, int k, const float *X, const float *W)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            float acc = 0;
+            for (int p = 0; p < k; p++)
+                acc += X[i * k + p] * W[p * n + j];
+            Y[i * n + j] = bump(acc);
+        }
+}
+
+void reads_pointer(int m, int n, int k, const float *X, const float *W, float *Z)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            float acc = 0;
+            for (int p = 0; p < k; p++)
+                acc += X[i * k + p] * W[p * n + j];
+            Z[i * n + j] = acc + peek(Z);
+        }
+}
+
+void reads_table(int m, int n, int k, const float *X, const float *W, float *Z)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            float acc = 0;
+            for (int p = 0; p < k; p++)
+                acc += X[i * k + p] * W[p * n + j];
+            Z[i * n + j] = twice(relu(acc));
+        }
+}
+"""
+
+
+def test_epilogue_helpers_are_checked_for_what_they_read(tmp_path) -> None:
+    """A helper that reads the result array (or any memory through a pointer) is not pure, so
+    the nest stays as it is, with the reason; one that reads only a const table is pure."""
+    nests, _, (orig, fast) = _build(tmp_path, HELPERS)
+    by_line = {n["line"]: n for n in nests}
+    first, second, third = sorted(by_line)
+    assert not by_line[first]["replaced"]
+    assert "'bump': it reads 'Y[0]'" in by_line[first]["reason"]
+    assert not by_line[second]["replaced"]
+    assert "'peek'" in by_line[second]["reason"] or "pointer" in by_line[second]["reason"]
+    assert by_line[third]["replaced"], by_line[third]
+    cdef = ("void reads_result(int, int, int, const float *, const float *);"
+            "void reads_table(int, int, int, const float *, const float *, float *);"
+            "extern float Y[4096];")
+    ffi, lib0 = load_library(orig, cdef)
+    _, lib1 = load_library(fast, cdef)
+    rng = np.random.default_rng(1)
+    m, n, k = 19, 23, 31
+    a = rng.integers(-3, 4, (m, k)).astype(np.float32)
+    b = rng.integers(-3, 4, (k, n)).astype(np.float32)
+    outs = []
+    for lib in (lib0, lib1):
+        z = np.zeros((m, n), np.float32)
+        ffi.memmove(lib.Y, np.arange(4096, dtype=np.float32).tobytes(), 4096 * 4)
+        lib.reads_result(m, n, k, ffi.from_buffer("float[]", a), ffi.from_buffer("float[]", b))
+        lib.reads_table(m, n, k, ffi.from_buffer("float[]", a), ffi.from_buffer("float[]", b),
+                        ffi.from_buffer("float[]", z))
+        outs.append((np.frombuffer(ffi.buffer(lib.Y), np.float32).copy(), z))
+    assert np.array_equal(outs[0][0], outs[1][0])
+    assert np.array_equal(outs[0][1], outs[1][1])
