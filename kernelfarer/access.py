@@ -46,14 +46,17 @@ def expand_alias(node: c_ast.ArrayRef, aliases: dict[str, c_ast.Node]) -> c_ast.
     if isinstance(init, c_ast.ID):
         return c_ast.ArrayRef(init, e, node.coord)
     if isinstance(init, c_ast.BinaryOp) and init.op in ("+", "-"):
-        base, offset = init.left, init.right
-        if init.op == "+" and not _names_array(base) and _names_array(offset):
-            base, offset = offset, base
-        if isinstance(base, (c_ast.ID, c_ast.StructRef)):
-            if init.op == "-":
-                offset = c_ast.UnaryOp("-", offset)
-            return expand_alias(c_ast.ArrayRef(base, c_ast.BinaryOp("+", offset, e), node.coord),
-                                aliases)
+        # a sum of terms, one of them the array (the first name added: `A + i*lda + j`,
+        # `out + b*T*OC + t*OC`; a wrong pick is not an array and is refused when flattened)
+        terms = _terms(init)
+        base = next((t for sign, t in terms if sign > 0 and isinstance(t, (c_ast.ID,
+                                                                          c_ast.StructRef))), None)
+        if base is not None:
+            offset = e
+            for sign, term in terms:
+                if term is not base:
+                    offset = c_ast.BinaryOp("+" if sign > 0 else "-", offset, term)
+            return expand_alias(c_ast.ArrayRef(base, offset, node.coord), aliases)
     if isinstance(init, c_ast.UnaryOp) and init.op == "&" and isinstance(init.expr, c_ast.ArrayRef):
         inner = init.expr
         return c_ast.ArrayRef(inner.name, c_ast.BinaryOp("+", inner.subscript, e), node.coord)
@@ -61,6 +64,12 @@ def expand_alias(node: c_ast.ArrayRef, aliases: dict[str, c_ast.Node]) -> c_ast.
         return c_ast.ArrayRef(init, e, node.coord)
     raise NotGemm(f"pointer '{node.name.name}' is set to '{_GEN.visit(init)}', which is not an "
                   "address inside an array")
+
+
+def _terms(node: c_ast.Node, sign: int = 1) -> list[tuple[int, c_ast.Node]]:
+    if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-"):
+        return _terms(node.left, sign) + _terms(node.right, sign if node.op == "+" else -sign)
+    return [(sign, node)]
 
 
 def _names_array(node: c_ast.Node) -> bool:
@@ -160,6 +169,12 @@ def _row_table_access(name: str, t: ctype.CType, subscripts: list[c_ast.Node],
     elem = ctype.element(ctype.element(t))
     if ctype.is_volatile(elem):
         raise NotGemm(f"'{name}' is volatile")
+    if not row.symbols() & conv.iterators:
+        # one row of the table for the whole nest (a layer's weights `W[l]` inside `for l`): a
+        # plain pointer, named by its expression
+        view = _GEN.visit(c_ast.ArrayRef(c_ast.ID(name), subscripts[0]))
+        return Access(array=view, index=col, elem=elem, base_type=ctype.element(t),
+                      restrict=False, is_object=False, vla_dims=frozenset())
     stride = Poly.symbol(row_stride_symbol(name))
     return Access(array=name, index=stride * row + col, elem=elem, base_type=t, restrict=False,
                   is_object=False, vla_dims=frozenset(), row_table=(row, col))

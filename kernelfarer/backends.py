@@ -131,8 +131,9 @@ def blas_call(spec: GemmSpec) -> "BlasCall | str":
         beta = "0"      # CBLAS does not read C when beta is 0: exactly "C is overwritten"
     else:
         beta = spec.beta
-        guards.append(Guard(f"{beta} != 0", "beta is not 0 (CBLAS would not read C, the nest "
-                                            "multiplies it: 0 * NaN is NaN)"))
+        if not spec.load_c:     # a nest that reads C only when beta != 0 is what CBLAS does
+            guards.append(Guard(f"{beta} != 0", "beta is not 0 (CBLAS would not read C, the "
+                                                "nest multiplies it: 0 * NaN is NaN)"))
     alpha = spec.alpha
     if not _is_one(alpha):
         guards.append(Guard(f"{alpha} != 0", "alpha is not 0 (CBLAS would not read A and B)"))

@@ -185,6 +185,11 @@ def _write_atomically(path: str, text: str) -> None:
         else:
             os.chmod(tmp, 0o644)
         os.replace(tmp, path)
+    except OSError as exc:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise KernelfarerError(f"cannot write {path}: {exc.strerror} (it is left as it was)") \
+            from None
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -81,6 +81,8 @@ def scalar_from_names(names: list[str], typedefs: dict[str, c_ast.Node]) -> CTyp
         return DOUBLE
     if "double" in words:  # long double
         return Scalar("float", 128, True, "long double")
+    if words in (["__kf_float16"], ["__kf_bfloat16"]):
+        return Scalar("float", 16, True, "_Float16" if words == ["__kf_float16"] else "__bf16")
     if len(words) == 1 and words[0] in typedefs:
         return resolve(typedefs[words[0]], typedefs)
     core = [w for w in words if w != "int"] or ["int"]

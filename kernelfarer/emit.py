@@ -74,7 +74,7 @@ def render_driver(plan: KernelPlan) -> str:
 
 
 def render_call(spec: GemmSpec, plan: KernelPlan, original: str, indent: str) -> str:
-    load_c = 0 if spec.init is CInit.OVERWRITE else 1
+    load_c = spec.load_c or (0 if spec.init is CInit.OVERWRITE else 1)
     text = environment().get_template("callsite.c.j2").render(
         spec=spec, plan=plan, original=original, indent=indent, load_c=load_c)
     return text.rstrip("\n")

@@ -63,7 +63,8 @@ def pure_functions(ast: c_ast.FileAST) -> frozenset[str]:
                           if isinstance(p, c_ast.Decl) and not _is_pointer(p.type)}
                 reads: list[c_ast.ArrayRef] = []
                 try:
-                    check_pure(items[0].expr, found, allowed_names=params, reads=reads)
+                    check_pure(items[0].expr, found, allowed_names=params, reads=reads,
+                               derefs=False)
                 except NotGemm as exc:
                     why[name] = str(exc)
                     continue
@@ -114,7 +115,7 @@ def _const_tables(ast: c_ast.FileAST) -> set[str]:
 
 
 def check_pure(node: c_ast.Node, functions: frozenset[str] | set[str], *,
-                allowed_names: set[str] | None = None, reads: list) -> None:
+                allowed_names: set[str] | None = None, reads: list, derefs: bool = True) -> None:
     """Raise NotGemm unless `node` is free of side effects.  Collects array reads."""
     if isinstance(node, (c_ast.Constant,)):
         return
@@ -129,12 +130,13 @@ def check_pure(node: c_ast.Node, functions: frozenset[str] | set[str], *,
             raise NotGemm(f"call to '{name}': {reason}" if reason else
                           f"call to '{name}', which may have side effects")
         for arg in (node.args.exprs if node.args else []):
-            check_pure(arg, functions, allowed_names=allowed_names, reads=reads)
+            check_pure(arg, functions, allowed_names=allowed_names, reads=reads, derefs=derefs)
         return
     if isinstance(node, c_ast.ArrayRef):
         base = node
         while isinstance(base, c_ast.ArrayRef):
-            check_pure(base.subscript, functions, allowed_names=allowed_names, reads=reads)
+            check_pure(base.subscript, functions, allowed_names=allowed_names, reads=reads,
+                       derefs=derefs)
             base = base.name
         if not isinstance(base, (c_ast.ID, c_ast.StructRef)):
             raise NotGemm(f"read through '{_GEN.visit(base)}'")
@@ -143,17 +145,20 @@ def check_pure(node: c_ast.Node, functions: frozenset[str] | set[str], *,
     if isinstance(node, c_ast.UnaryOp):
         if node.op in ("++", "--", "p++", "p--", "&", "sizeof"):
             raise NotGemm(f"operator '{node.op}' in an epilogue")
-        if node.op == "*":
-            raise NotGemm(f"read through the pointer '{_GEN.visit(node.expr)}'")
-        check_pure(node.expr, functions, allowed_names=allowed_names, reads=reads)
+        if node.op == "*" and not derefs:
+            raise NotGemm(f"it reads through the pointer '{_GEN.visit(node.expr)}'")
+        check_pure(node.expr, functions, allowed_names=allowed_names, reads=reads, derefs=derefs)
         return
     if isinstance(node, c_ast.StructRef):
-        check_pure(node.name, functions, allowed_names=allowed_names, reads=reads)
+        if node.type == "->" and not derefs:
+            raise NotGemm(f"it reads through the pointer '{_GEN.visit(node.name)}'")
+        check_pure(node.name, functions, allowed_names=allowed_names, reads=reads, derefs=derefs)
         return
     if isinstance(node, (c_ast.BinaryOp, c_ast.TernaryOp, c_ast.Cast)):
         for _, child in node.children():
             if not isinstance(child, c_ast.Typename):
-                check_pure(child, functions, allowed_names=allowed_names, reads=reads)
+                check_pure(child, functions, allowed_names=allowed_names, reads=reads,
+                           derefs=derefs)
         return
     raise NotGemm(f"'{_GEN.visit(node)}' in an epilogue")
 

@@ -41,8 +41,8 @@ _EXTENSION_DEFINES = (
     "-D_Nullable=",
     "-D_Nonnull=",
     "-D__declspec(x)=",
-    "-D_Float16=short",
-    "-D__bf16=short",
+    "-D_Float16=__kf_float16",      # typedefs of kf_parse_stubs.h: the recognizer sees what
+    "-D__bf16=__kf_bfloat16",       # they are (ctype.py), and refuses them by name
     "-D__KERNELFARER__=1",
 )
 
@@ -56,13 +56,34 @@ def preprocess(path: str, cppflags: tuple[str, ...] = ()) -> str:
     """Run clang -E on the user's file with the user's flags; errors come back in clang's words."""
     cmd = [clang_path(), "-E", *_EXTENSION_DEFINES, "-include", _STUBS, *cppflags, path]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=_CPP_TIMEOUT)
+        done = subprocess.run(cmd, capture_output=True, timeout=_CPP_TIMEOUT)
     except subprocess.TimeoutExpired:
         raise KernelfarerError(f"preprocessing {path} timed out") from None
+    stdout = done.stdout.decode("utf-8", errors="surrogateescape")
+    stderr = done.stderr.decode("utf-8", errors="replace")
     if done.returncode != 0:
-        first = next((ln for ln in done.stderr.splitlines() if "error" in ln), done.stderr.strip())
+        first = next((ln for ln in stderr.splitlines() if "error" in ln), stderr.strip())
         raise KernelfarerError(f"{path} does not preprocess: {first}")
-    return done.stdout
+    return _imaginary_constants(stdout)
+
+
+def _imaginary_constants(text: str) -> str:
+    """GNU imaginary constants (`1.0iF`, what <complex.h>'s `I` expands to) are spelled as a call
+    of an unknown function for the parser: a nest that uses one is never taken for real
+    arithmetic, and the rest of the file parses."""
+    pieces, pos = [], 0
+    for tok in tokenize(text):
+        if tok.kind == "number" and tok.text[-1:] in "ijIJ" or (
+                tok.kind == "number" and len(tok.text) > 1 and tok.text[-2:-1] in "ijIJ"
+                and tok.text[-1:] in "fFlL"):
+            digits = tok.text.rstrip("fFlL").rstrip("ijIJ").rstrip("fFlL")
+            pieces.append(text[pos:tok.offset])
+            pieces.append(f"__kf_imaginary({digits or '0'})")
+            pos = tok.end
+    if not pieces:
+        return text
+    pieces.append(text[pos:])
+    return "".join(pieces)
 
 
 def defined_macros(path: str, cppflags: tuple[str, ...] = ()) -> frozenset[str]:
@@ -119,6 +140,8 @@ class SourceText:
             raise KernelfarerError(f"no such file: {path}") from None
         except OSError as exc:
             raise KernelfarerError(f"cannot read {path}: {exc.strerror}") from None
+        if b"\0" in raw:
+            raise KernelfarerError(f"{path} is not C source (it holds binary data)")
         # Bytes that are not UTF-8 survive as surrogate escapes and are written back unchanged.
         text = raw.decode("utf-8", errors="surrogateescape")
         return cls(path, text)

@@ -17,6 +17,7 @@ from pycparser import c_ast, c_generator
 from kernelfarer import ctype
 from kernelfarer.access import Access, flatten_access, row_stride_symbol
 from kernelfarer.affine import IndexConverter, NotAffine, Poly
+from kernelfarer.canonical import Canonical
 from kernelfarer.ctype import Scalar, Scope
 from kernelfarer.diagnostics import SourceLocation
 from kernelfarer.epilogue import epilogue_form
@@ -37,8 +38,11 @@ __all__ = ["FunctionFacts", "recognize_nest"]
 
 def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
                    location: SourceLocation, nest_ids: set[int],
-                   functions: frozenset[str] | None = None) -> GemmSpec:
-    """GemmSpec for the nest rooted at `outer`, or NotGemm."""
+                   functions: frozenset[str] | None = None,
+                   canon: Canonical | None = None) -> GemmSpec:
+    """GemmSpec for the nest rooted at `outer` (in canonical form, canonical.py, when `canon`
+    says what was done to get there), or NotGemm."""
+    canon = canon or Canonical(node=outer)
     scope = scope.snapshot()
     nest = parse_nest(outer, scope)
     iterators = [lp.var for lp in nest.loops]
@@ -101,7 +105,8 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     m_var = next(v for v in c_vars if v != n_var)
     a_acc, b_acc = _assign_roles(first, second, m_var, n_var, k_var, iterators)
 
-    _check_invariants(nest, ev, facts, scope, [a_acc, b_acc, c_access], iterators, nest_ids)
+    _check_invariants(nest, ev, facts, scope, [a_acc, b_acc, c_access], iterators, nest_ids,
+                      canon.dead)
     _prove_reduction(nest, ev, c_access, a_acc, b_acc, m_var, n_var, iterators)
 
     loops = {lp.var: lp for lp in nest.loops}
@@ -111,6 +116,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     guards: list[Guard] = [Guard(f"{sizes[v]} > 0", f"the {v} loop runs")
                            for v in (m_var, n_var, k_var)]
     guards += bound_guards(nest)
+    guards += [Guard(expr, why) for expr, why in canon.guards]
 
     def operand(acc: Access, rows: str, cols: str, writable: bool) -> tuple[Operand, Poly, Poly]:
         coeffs, rest = acc.index.split(iterators)
@@ -197,14 +203,20 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     order = "".join(v if len(v) == 1 else f"[{v}]" for v in iterators)
     shape = " ".join(f"{name}={loops[v].upper - loops[v].lower}"
                      for name, v in zip("MNK", (m_var, n_var, k_var)))
+    guards += _zero_skip_guards(canon, scope, conv, ev, dtype, a_acc, b_acc, ranges, alpha)
+    if canon.load_c_when is not None and init is not CInit.SCALE:
+        raise NotGemm(f"the choice on {canon.load_c_when} does not decide how C is updated")
     guards = simplify_guards(guards, size_exprs, (m_var, n_var, k_var))
+    finals = dict(_final_values(nest))
+    finals.update(canon.finals)
     return GemmSpec(
         dtype=dtype, m=size_exprs[m_var], n=size_exprs[n_var], k=size_exprs[k_var],
         a=a_op, b=b_op, c=c_op,
         alpha=_scalar_c(alpha, dtype), beta=_scalar_c(beta, dtype) if init is CInit.SCALE else
         ("1" if init is CInit.ACCUMULATE else "0"),
         init=init, guards=tuple(guards), location=location, loop_order=order, shape=shape,
-        finals=_final_values(nest), epilogue=epi, setup=tuple(setup), around=around,
+        finals=tuple(finals.values()), epilogue=epi, setup=tuple(setup), around=around,
+        load_c=canon.load_c_when or "", canonical=tuple(canon.steps),
         description=_describe(c_access, first, second, init) + (
             " then an element-wise epilogue" if epi is not None else "") + (
             " (nested in other code, run apart)" if around is not None else ""),
@@ -391,7 +403,8 @@ def _assign_roles(first: Access, second: Access, m: str, n: str, k: str,
 
 
 def _check_invariants(nest: LoopNest, ev: Evaluator, facts: FunctionFacts, scope: Scope,
-                      accesses: list[Access], iterators: list[str], nest_ids: set[int]) -> None:
+                      accesses: list[Access], iterators: list[str], nest_ids: set[int],
+                      removed: set[str] = frozenset()) -> None:
     # Names set by side assignments stand for their value in the loop bounds only.
     side = {a.lvalue.name for a in nest.side}
     for stmt in (*nest.pre, *nest.body, *nest.post):
@@ -400,7 +413,7 @@ def _check_invariants(nest: LoopNest, ev: Evaluator, facts: FunctionFacts, scope
             raise NotGemm(f"'{sorted(used)[0]}' is assigned in the nest and used in its body")
     # Accumulators declared outside the nest must be dead after it (loop variables and side
     # assignments are given their final values after the fast path instead).
-    outside = sorted(ev.scalars_written - ev.locals_)
+    outside = sorted((ev.scalars_written - ev.locals_) | set(removed))
     for name in outside:
         decl = scope.lookup(name)
         storage = (decl.storage or []) if decl is not None else []
@@ -430,18 +443,46 @@ def _names_in(node: c_ast.Node) -> set[str]:
     return found
 
 
-def _final_values(nest: LoopNest) -> tuple[str, ...]:
-    """Statements that leave the variables the nest sets with the values the original leaves
-    (the fast path only runs when every loop runs at least once)."""
-    out = [_GEN.visit(a) + ";" for a in nest.side]
+def _final_values(nest: LoopNest) -> list[tuple[str, str]]:
+    """(variable, statement) pairs that leave the variables the nest sets with the values the
+    original leaves (the fast path only runs when every loop runs at least once)."""
+    out = [(a.lvalue.name, _GEN.visit(a) + ";") for a in nest.side]
     for lp in nest.loops:
         if lp.declared_in_for:
             continue
         bound = lp.node.cond.right if _GEN.visit(lp.node.cond.left) == lp.var else lp.node.cond.left
         text = _GEN.visit(bound)
         inclusive = lp.node.cond.op in ("<=", ">=")
-        out.append(f"{lp.var} = ({text}){' + 1' if inclusive else ''};")
-    return tuple(out)
+        out.append((lp.var, f"{lp.var} = ({text}){' + 1' if inclusive else ''};"))
+    return out
+
+
+def _zero_skip_guards(canon: Canonical, scope: Scope, conv: IndexConverter, ev: Evaluator,
+                      dtype: DType, a_acc: Access, b_acc: Access, ranges: dict,
+                      alpha: Poly) -> list[Guard]:
+    """A dropped `if (x != 0)` skipped products x * y: the same computation when every y (and
+    alpha, which multiplies them) is finite, as 0 * Inf is NaN; exact for integers."""
+    guards = []
+    for tested in canon.zero_skip:
+        acc = flatten_access(tested, scope, conv, ev.aliases)
+        if acc.key == a_acc.key:
+            other, role = b_acc, "B"
+        elif acc.key == b_acc.key:
+            other, role = a_acc, "A"
+        else:
+            raise NotGemm(f"the test '{_GEN.visit(tested)} != 0' is not on an operand of the "
+                          "product")
+        if dtype.kind != "float":
+            continue
+        op, rs, cs, rows, cols = ranges[role]
+        guards.append(Guard(f"kf_all_finite_{dtype.letter}({op.base}, {rows}, {cols}, "
+                            f"{rs.to_c()}, {cs.to_c()})",
+                            f"{other.array} is finite (the nest skips products with "
+                            f"{acc.array} == 0, which would be NaN against Inf or NaN)"))
+        if alpha != Poly.const(1):
+            guards.append(Guard(f"kf_isfinite_{dtype.letter}({_scalar_c(alpha, dtype)})",
+                                "alpha is finite (it multiplies the skipped products)"))
+    return guards
 
 
 def _prove_reduction(nest: LoopNest, ev: Evaluator, c_access: Access, a_acc: Access,

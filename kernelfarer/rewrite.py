@@ -68,7 +68,7 @@ def rewrite_file(path: str, options: RewriteOptions = RewriteOptions()) -> Rewri
         if cand.spec is None:
             remarks.append(Remark(cand.location, "loop-nest", False, cand.reason))
             continue
-        first = source.token_index("for", cand.location.line, cand.line_rank)
+        first = source.token_index(cand.keyword, cand.location.line, cand.line_rank)
         span = source.statement_span(cand.node, first) if first is not None else None
         func_start = source.definition_start(cand.function.decl.coord.line, cand.function.decl.name)
         location = cand.location
@@ -159,6 +159,7 @@ def _details(spec: GemmSpec, plan: KernelPlan) -> tuple[tuple[str, object], ...]
         ("blocking", f"mc={plan.mc} kc={plan.kc} nc={plan.nc}"),
         ("blocking_source", plan.blocking_source),
         ("guards", [g.why for g in spec.guards]),
+        ("canonical", list(spec.canonical)),
         ("description", spec.description),
     )
 

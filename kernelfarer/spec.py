@@ -73,3 +73,6 @@ class GemmSpec:
     epilogue: "Epilogue | None" = None  # element-wise code applied to the GEMM's result
     setup: tuple[str, ...] = ()     # C declarations the guards and the call need (row strides)
     around: "Around | None" = None  # independent code of the outer loop, run after the GEMM
+    load_c: str = ""                # C condition under which C's old value is read (empty: the
+                                    # init says; reference BLAS reads C only when beta != 0)
+    canonical: tuple[str, ...] = () # what canonicalization did to the nest (for remarks)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pycparser import c_ast
 
+from kernelfarer.canonical import Context, canonicalize, min_functions
 from kernelfarer.ctype import Scope, struct_key
 from kernelfarer.epilogue import pure_functions
 from kernelfarer.diagnostics import SourceLocation
@@ -18,13 +19,17 @@ from kernelfarer.spec import GemmSpec
 
 @dataclass
 class Candidate:
-    node: c_ast.For
+    node: c_ast.For | c_ast.While
     function: c_ast.FuncDef
     location: SourceLocation
-    line_rank: int                 # how many `for` statements precede it on its line
+    line_rank: int                 # how many `for` (or `while`) statements precede it on its line
     spec: GemmSpec | None
     reason: str
     pragmas: bool = False          # a #pragma applies to the nest or sits inside it
+
+    @property
+    def keyword(self) -> str:
+        return "while" if isinstance(self.node, c_ast.While) else "for"
 
 
 def _function_facts(func: c_ast.FuncDef) -> FunctionFacts:
@@ -89,11 +94,13 @@ class _Walker:
         self.candidates: list[Candidate] = []
         self.pragma_loops: set[int] = set()     # loops that directly follow a #pragma
         self.functions = pure_functions(tu.ast)  # calls an epilogue may make
+        self.min_functions = min_functions(tu.ast)
 
     def function(self, func: c_ast.FuncDef, scope: Scope) -> None:
         self.func = func
         self.facts = _function_facts(func)
-        self.for_lines: dict[int, list[c_ast.For]] = {}
+        self.gotos = frozenset(n.name for n in _walk(func.body) if isinstance(n, c_ast.Goto))
+        self.for_lines: dict[tuple[str, int], list[c_ast.Node]] = {}
         self._index_fors(func.body)
         scope.push()
         params = getattr(func.decl.type, "args", None)
@@ -104,32 +111,33 @@ class _Walker:
         scope.pop()
 
     def _index_fors(self, node: c_ast.Node) -> None:
-        if isinstance(node, c_ast.For) and node.coord is not None:
-            self.for_lines.setdefault(node.coord.line, []).append(node)
+        if isinstance(node, (c_ast.For, c_ast.While)) and node.coord is not None:
+            keyword = "for" if isinstance(node, c_ast.For) else "while"
+            self.for_lines.setdefault((keyword, node.coord.line), []).append(node)
         for _, child in node.children():
             self._index_fors(child)
 
-    def statement(self, node: c_ast.Node | None, scope: Scope, depth: int) -> None:
+    def statement(self, node: c_ast.Node | None, scope: Scope, depth: int,
+                  before: c_ast.Node | None = None) -> None:
         if node is None:
             return
         if isinstance(node, c_ast.Compound):
             scope.push()
             previous = None
             for item in node.block_items or []:
-                if isinstance(item, c_ast.For) and isinstance(previous, c_ast.Pragma):
+                if isinstance(item, (c_ast.For, c_ast.While)) and isinstance(previous, c_ast.Pragma):
                     self.pragma_loops.add(id(item))
-                self.statement(item, scope, depth)
+                self.statement(item, scope, depth, before=previous)
                 previous = item
             scope.pop()
         elif isinstance(node, c_ast.Decl):
             scope.declare(node)
-        elif isinstance(node, c_ast.For):
-            self.loop(node, scope, depth)
+        elif isinstance(node, (c_ast.For, c_ast.While)):
+            self.loop(node, scope, depth, before)
         elif isinstance(node, (c_ast.If,)):
             self.statement(node.iftrue, scope, depth)
             self.statement(node.iffalse, scope, depth)
-        elif isinstance(node, (c_ast.While, c_ast.DoWhile, c_ast.Label, c_ast.Case,
-                               c_ast.Default)):
+        elif isinstance(node, (c_ast.DoWhile, c_ast.Label, c_ast.Case, c_ast.Default)):
             for _, child in node.children():
                 if isinstance(child, (c_ast.Compound, c_ast.For, c_ast.If, c_ast.While,
                                       c_ast.DoWhile, c_ast.Label, c_ast.Case, c_ast.Default,
@@ -138,21 +146,31 @@ class _Walker:
         elif isinstance(node, c_ast.Switch):
             self.statement(node.stmt, scope, depth)
 
-    def loop(self, node: c_ast.For, scope: Scope, depth: int) -> None:
+    def loop(self, node: c_ast.For | c_ast.While, scope: Scope, depth: int,
+             before: c_ast.Node | None = None) -> None:
         source = self.tu.source
         if not source.is_here(node.coord):
             return
-        siblings = sorted(self.for_lines.get(node.coord.line, []), key=lambda f: f.coord.column)
+        keyword = "for" if isinstance(node, c_ast.For) else "while"
+        siblings = sorted(self.for_lines.get((keyword, node.coord.line), []),
+                          key=lambda f: f.coord.column)
         rank = next(i for i, f in enumerate(siblings) if f is node)
         location = source.location(node.coord)
+        context = Context(scope=scope, gotos=self.gotos, functions=self.functions,
+                          min_functions=self.min_functions)
+        canon = canonicalize(node, context, before=before)
         try:
-            spec = recognize_nest(node, scope, self.facts, location, _ids_within(node),
-                                  self.functions)
+            if canon is None:
+                raise NotGemm("the while loop is not a counted loop (a counter set right before "
+                              "it and stepped by one at the end of its body)")
+            spec = recognize_nest(canon.node, scope, self.facts, location, _ids_within(node),
+                                  self.functions, canon=canon)
         except NotGemm as exc:
-            if depth == 0:
+            # Every nest of three or more loops gets a line; so does every outermost loop.
+            if depth == 0 or _depth(node) >= 3:
                 self.candidates.append(Candidate(node, self.func, location, rank, None, str(exc)))
             scope.push()
-            if isinstance(node.init, c_ast.DeclList):
+            if isinstance(node, c_ast.For) and isinstance(node.init, c_ast.DeclList):
                 for decl in node.init.decls:
                     scope.declare(decl)
             self.statement(node.stmt, scope, depth + 1)
@@ -160,6 +178,18 @@ class _Walker:
             return
         pragmas = id(node) in self.pragma_loops or _holds_pragma(node)
         self.candidates.append(Candidate(node, self.func, location, rank, spec, "", pragmas))
+
+
+def _walk(node: c_ast.Node):
+    yield node
+    for _, child in node.children():
+        yield from _walk(child)
+
+
+def _depth(node: c_ast.Node) -> int:
+    """How many loops deep the nest at `node` goes."""
+    inner = max((_depth(child) for _, child in node.children()), default=0)
+    return inner + (1 if isinstance(node, (c_ast.For, c_ast.While, c_ast.DoWhile)) else 0)
 
 
 def _struct_definitions(node: c_ast.Node):

@@ -7,6 +7,11 @@
  * calls, which the recognizer never moves.  The file that is rewritten and compiled is untouched. */
 #ifndef KF_PARSE_STUBS_H
 #define KF_PARSE_STUBS_H
+/* half-precision floats (the frontend spells _Float16 and __bf16 so) */
+typedef short __kf_float16;
+typedef short __kf_bfloat16;
+/* what an imaginary constant becomes for the parser (frontend._imaginary_constants) */
+double __kf_imaginary(double);
 #define __IMMINTRIN_H 1
 #define __X86INTRIN_H 1
 #define __MMINTRIN_H 1

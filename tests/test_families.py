@@ -1,0 +1,479 @@
+"""GEMM as the world writes it: the families canonicalization brings to the recognizer's form
+(canonical.py), each compared with the original on awkward sizes, and their near-misses, which
+must be refused with a reason (or, where the difference is only in what runs, compute the same)."""
+
+from __future__ import annotations
+
+import cffi
+import numpy as np
+import pytest
+
+from conftest import native_target, run_cli
+from kernelfarer.rewrite import RewriteOptions, rewrite_file
+from test_spellings import build_cases, check_case
+
+IKJ = """
+void ikj(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++) {
+            float aik = A[i * K + k];
+            for (int j = 0; j < N; j++)
+                C[i * N + j] += aik * B[k * N + j];
+        }
+}
+"""
+
+KIJ = """
+void kij(int M, int N, int K, const double *A, const double *B, double *C)
+{
+    for (int k = 0; k < K; k++)
+        for (int i = 0; i < M; i++) {
+            const double a = A[i * K + k];
+            for (int j = 0; j < N; j++)
+                C[i * N + j] += a * B[k * N + j];
+        }
+}
+"""
+
+INDEX_TEMPS = """
+#pragma GCC diagnostic ignored "-Wunused-label"     /* the labels are the user's */
+void labelled(int n, const float *m1, const float *m2, float *res)
+{
+    int i, j, k;
+outer:
+    for (i = 0; i < n; i++) {
+        int i_col = i * n;
+        for (j = 0; j < n; j++) {
+            float sum = 0;
+        inner:
+            for (k = 0; k < n; k++) {
+                int k_col = k * n;
+                float mult = m1[i_col + k] * m2[k_col + j];
+                sum += mult;
+            }
+            res[i_col + j] = sum;
+        }
+    }
+}
+"""
+
+POINTERS = """
+void ptrs(int m, int n, int k, const float *A, int lda, const float *B, int ldb, float *C, int ldc)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            for (int p = 0; p < k; p++)
+                *(C + i * ldc + j) += *(A + i * lda + p) * *(B + p * ldb + j);
+}
+"""
+
+COUNTED = """
+int down(int m, int n, int k, const double *A, const double *B, double *C)
+{
+    int i, j = -5, p = -7;
+    for (i = m - 1; i >= 0; i--)
+        for (j = 0; j != n; j++)
+            for (p = k; p > 0; --p)
+                C[i * n + j] += A[i * k + p - 1] * B[(p - 1) * n + j];
+    return i + 1000 * j + 1000000 * p;
+}
+"""
+
+WHILES = """
+void whiles(int m, int n, int k, const float *A, const float *B, float *C)
+{
+    int i = 0;
+    while (i < m) {
+        int j = 0;
+        while (j < n) {
+            float s = 0;
+            int p = 0;
+            while (p < k) {
+                s += A[i * k + p] * B[p * n + j];
+                p++;
+            }
+            C[i * n + j] = s;
+            j++;
+        }
+        i++;
+    }
+}
+"""
+
+UNROLLED = """
+void unrolled(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+            int k = 0;
+            for (; k + 3 < K; k += 4)
+                s += A[i*K+k] * B[k*N+j] + A[i*K+k+1] * B[(k+1)*N+j]
+                   + A[i*K+k+2] * B[(k+2)*N+j] + A[i*K+k+3] * B[(k+3)*N+j];
+            for (; k < K; k++)
+                s += A[i*K+k] * B[k*N+j];
+            C[i*N+j] = s;
+        }
+}
+"""
+
+TILED = """
+#define T 8
+static int imin(int a, int b) { return a < b ? a : b; }
+void tiled(int M, int N, int K, const double *A, const double *B, double *C)
+{
+    for (int ii = 0; ii < M; ii += T)
+        for (int kk = 0; kk < K; kk += T)
+            for (int jj = 0; jj < N; jj += T)
+                for (int i = ii; i < imin(ii + T, M); i++)
+                    for (int k = kk; k < imin(kk + T, K); k++)
+                        for (int j = jj; j < (jj + T < N ? jj + T : N); j++)
+                            C[i*N+j] += A[i*K+k] * B[k*N+j];
+}
+"""
+
+F2C_NN = """
+typedef int integer;
+typedef float real;
+int sgemm_nn(integer *m, integer *n, integer *k, real *alpha, real *a, integer *lda,
+             real *b, integer *ldb, real *beta, real *c__, integer *ldc)
+{
+    integer a_dim1, a_offset, b_dim1, b_offset, c_dim1, c_offset, i__1, i__2, i__3;
+    integer i__, j, l;
+    real temp;
+
+    a_dim1 = *lda;
+    a_offset = 1 + a_dim1;
+    a -= a_offset;
+    b_dim1 = *ldb;
+    b_offset = 1 + b_dim1;
+    b -= b_offset;
+    c_dim1 = *ldc;
+    c_offset = 1 + c_dim1;
+    c__ -= c_offset;
+
+    i__1 = *n;
+    for (j = 1; j <= i__1; ++j) {
+        if (*beta == 0.f) {
+            i__2 = *m;
+            for (i__ = 1; i__ <= i__2; ++i__) {
+                c__[i__ + j * c_dim1] = 0.f;
+            }
+        } else if (*beta != 1.f) {
+            i__2 = *m;
+            for (i__ = 1; i__ <= i__2; ++i__) {
+                c__[i__ + j * c_dim1] = *beta * c__[i__ + j * c_dim1];
+            }
+        }
+        i__2 = *k;
+        for (l = 1; l <= i__2; ++l) {
+            if (b[l + j * b_dim1] != 0.f) {
+                temp = *alpha * b[l + j * b_dim1];
+                i__3 = *m;
+                for (i__ = 1; i__ <= i__3; ++i__) {
+                    c__[i__ + j * c_dim1] += temp * a[i__ + l * a_dim1];
+                }
+            }
+        }
+    }
+    return i__2 + 7 * i__3;
+}
+"""
+
+F2C_TN = """
+typedef int integer;
+typedef float real;
+int sgemm_tn(integer *m, integer *n, integer *k, real *alpha, real *a, integer *lda,
+             real *b, integer *ldb, real *beta, real *c__, integer *ldc)
+{
+    integer a_dim1, a_offset, b_dim1, b_offset, c_dim1, c_offset, i__1, i__2, i__3;
+    integer i__, j, l;
+    real temp;
+
+    a_dim1 = *lda;
+    a_offset = 1 + a_dim1;
+    a -= a_offset;
+    b_dim1 = *ldb;
+    b_offset = 1 + b_dim1;
+    b -= b_offset;
+    c_dim1 = *ldc;
+    c_offset = 1 + c_dim1;
+    c__ -= c_offset;
+
+    i__1 = *n;
+    for (j = 1; j <= i__1; ++j) {
+        i__2 = *m;
+        for (i__ = 1; i__ <= i__2; ++i__) {
+            temp = 0.f;
+            i__3 = *k;
+            for (l = 1; l <= i__3; ++l) {
+                temp += a[l + i__ * a_dim1] * b[l + j * b_dim1];
+            }
+            if (*beta == 0.f) {
+                c__[i__ + j * c_dim1] = *alpha * temp;
+            } else {
+                c__[i__ + j * c_dim1] = *alpha * temp + *beta * c__[i__ + j * c_dim1];
+            }
+        }
+    }
+    return 0;
+}
+"""
+
+
+def _int(v):
+    return ("int", v)
+
+
+def _plain(m, n, k):
+    return [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n), ("T*", m, n)]
+
+
+def _f2c_nn(m, n, k):
+    # column-major: A is m x k with lda = m + 2, B k x n with ldb = k + 1, C m x n with ldc = m + 3
+    return [("int*", m), ("int*", n), ("int*", k), ("T*", 1, 1), ("T*", k, m + 2),
+            ("int*", m + 2), ("T*", n, k + 1), ("int*", k + 1), ("T*", 1, 1), ("T*", n, m + 3),
+            ("int*", m + 3)]
+
+
+def _f2c_tn(m, n, k):
+    # A stored transposed: k x m with lda = k + 2
+    return [("int*", m), ("int*", n), ("int*", k), ("T*", 1, 1), ("T*", m, k + 2),
+            ("int*", k + 2), ("T*", n, k + 1), ("int*", k + 1), ("T*", 1, 1), ("T*", n, m + 3),
+            ("int*", m + 3)]
+
+
+FAMILIES = {
+    "ikj_hoisted_a": (IKJ, "void ikj(int, int, int, const float *, const float *, float *);",
+                      "float", _plain),
+    "kij_hoisted_a": (KIJ, "void kij(int, int, int, const double *, const double *, double *);",
+                      "double", _plain),
+    "labels_index_temporaries": (
+        INDEX_TEMPS, "void labelled(int, const float *, const float *, float *);", "float",
+        lambda m, n, k: [_int(m), ("T*", m, m), ("T*", m, m), ("T*", m, m)]),
+    "pointer_subscripts": (
+        POINTERS, "void ptrs(int, int, int, const float *, int, const float *, int, float *, "
+                  "int);", "float",
+        lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k + 1), _int(k + 1),
+                         ("T*", k, n + 2), _int(n + 2), ("T*", m, n + 3), _int(n + 3)]),
+    "decrementing_and_not_equal": (
+        COUNTED, "int down(int, int, int, const double *, const double *, double *);", "double",
+        _plain),
+    "while_loops": (WHILES, "void whiles(int, int, int, const float *, const float *, float *);",
+                    "float", _plain),
+    "k_unrolled_by_hand": (UNROLLED, "void unrolled(int, int, int, const float *, const float *, "
+                                     "float *);", "float", _plain),
+    "hand_tiled": (TILED, "void tiled(int, int, int, const double *, const double *, double *);",
+                   "double", _plain),
+    "f2c_nn_zero_skip": (F2C_NN, "int sgemm_nn(int *, int *, int *, float *, float *, int *, "
+                                 "float *, int *, float *, float *, int *);", "float", _f2c_nn),
+    "f2c_tn_beta_zero": (F2C_TN, "int sgemm_tn(int *, int *, int *, float *, float *, int *, "
+                                 "float *, int *, float *, float *, int *);", "float", _f2c_tn),
+}
+
+# Sizes around the small blocks and the tile of TILED (8): 0, 1, primes, one above and below.
+SIZES = [(0, 3, 4), (1, 1, 1), (2, 3, 5), (7, 9, 8), (9, 7, 17), (17, 9, 31), (13, 31, 37),
+         (29, 67, 19), (40, 33, 16)]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return build_cases(FAMILIES, tmp_path_factory)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_family_is_replaced(name, built):
+    result, _ = built[name]
+    assert result.replaced >= 1, [r.message() for r in result.remarks]
+    replaced = [r for r in result.remarks if r.replaced]
+    assert dict(replaced[0].details)["canonical"], "the report says what canonicalization did"
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_family_matches_original(name, built):
+    sizes = SIZES if name != "labels_index_temporaries" else [(n, n, n) for n in (0, 1, 2, 7, 13, 33)]
+    check_case(name, FAMILIES[name], built[name], sizes)
+
+
+def test_zero_skip_with_inf_is_left_to_the_original(tmp_path):
+    """Reference BLAS skips b == 0: against an Inf in A the original keeps C finite, the kernels
+    would make it NaN.  The finite check sends such calls to the original loops."""
+    built = build_cases({"nn": FAMILIES["f2c_nn_zero_skip"]}, _Factory(tmp_path))["nn"]
+    ffi = cffi.FFI()
+    ffi.cdef(FAMILIES["f2c_nn_zero_skip"][1] + "extern long kernelfarer_fast_path_calls;")
+    libs = [ffi.dlopen(lib) for lib in built[1]]
+    m, n, k = 5, 4, 3
+    results = []
+    for lib in libs:
+        a = np.ones((k, m + 2), np.float32)
+        a[1, 2] = np.inf
+        b = np.zeros((n, k + 1), np.float32)
+        b[:, 0] = 2                      # only l = 1 contributes; the Inf sits at l = 2
+        c = np.ones((n, m + 3), np.float32)
+        ints = [ffi.new("int *", v) for v in (m, n, k, m + 2, k + 1, m + 3)]
+        alpha, beta = ffi.new("float *", 1.0), ffi.new("float *", 1.0)
+        before = lib.kernelfarer_fast_path_calls if lib is libs[1] else 0
+        lib.sgemm_nn(ints[0], ints[1], ints[2], alpha, ffi.from_buffer("float[]", a), ints[3],
+                     ffi.from_buffer("float[]", b), ints[4], beta, ffi.from_buffer("float[]", c),
+                     ints[5])
+        if lib is libs[1]:
+            assert lib.kernelfarer_fast_path_calls == before, "the fast path ran against an Inf"
+        results.append(c)
+    assert np.isfinite(results[0]).all()
+    assert np.array_equal(results[0], results[1])
+
+
+class _Factory:
+    """tmp_path_factory's mktemp for a single test's tmp_path."""
+
+    def __init__(self, root):
+        self.root = root
+
+    def mktemp(self, name):
+        d = self.root / name
+        d.mkdir()
+        return d
+
+
+# -- near-misses: refused, with the reason ----------------------------------------------------------
+
+NEAR_MISSES = {
+    "k bound depends on j": ("""
+void f(int n, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < n; k++) {
+            float a = A[i * n + k];
+            for (int j = 0; j < k; j++)
+                C[i * n + j] += a * B[k * n + j];
+        }
+}""", "depends on"),
+    "guard that is not a zero skip": ("""
+void f(int n, const float *A, const float *B, float *C)
+{
+    for (int j = 0; j < n; j++)
+        for (int l = 0; l < n; l++)
+            if (B[l * n + j] > 0.5f)
+                for (int i = 0; i < n; i++)
+                    C[i * n + j] += B[l * n + j] * A[i * n + l];
+}""", ""),
+    "index temporary redefined in the k loop": ("""
+void f(int n, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            int col = i * n;
+            float s = 0;
+            for (int k = 0; k < n; k++) {
+                s += A[col + k] * B[k * n + j];
+                col = col + 1;
+            }
+            C[i * n + j] = s;
+        }
+}""", ""),
+    "unrolled with a wrong remainder": ("""
+void f(int n, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            float s = 0;
+            int k = 0;
+            for (; k + 1 < n; k += 2)
+                s += A[i*n+k] * B[k*n+j] + A[i*n+k+1] * B[(k+1)*n+j];
+            for (; k < n - 1; k++)
+                s += A[i*n+k] * B[k*n+j];
+            C[i*n+j] = s;
+        }
+}""", "not a 3-deep loop nest"),
+    "unrolled body that is not the remainder shifted": ("""
+void f(int n, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            float s = 0;
+            int k = 0;
+            for (; k + 1 < n; k += 2)
+                s += A[i*n+k] * B[k*n+j] + A[i*n+k] * B[(k+1)*n+j];
+            for (; k < n; k++)
+                s += A[i*n+k] * B[k*n+j];
+            C[i*n+j] = s;
+        }
+}""", "not a 3-deep loop nest"),
+    "tiles that do not cover the space": ("""
+static int imin(int a, int b) { return a < b ? a : b; }
+void f(int n, const float *A, const float *B, float *C)
+{
+    for (int ii = 0; ii < n; ii += 8)
+        for (int jj = 0; jj < n; jj += 8)
+            for (int kk = 0; kk < n; kk += 8)
+                for (int i = ii; i < imin(ii + 4, n); i++)
+                    for (int j = jj; j < imin(jj + 8, n); j++)
+                        for (int k = kk; k < imin(kk + 8, n); k++)
+                            C[i*n+j] += A[i*n+k] * B[k*n+j];
+}""", "deeper than 3"),
+    "while loop whose counter is stepped in the middle": ("""
+void f(int n, const float *A, const float *B, float *C)
+{
+    int i = 0;
+    while (i < n) {
+        i++;
+        for (int j = 0; j < n; j++)
+            for (int k = 0; k < n; k++)
+                C[(i - 1) * n + j] += A[(i - 1) * n + k] * B[k * n + j];
+    }
+}""", "while loop is not a counted loop"),
+    "hoisted operand read after the nest": ("""
+float last;
+void f(int n, const float *A, const float *B, float *C)
+{
+    float a;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < n; k++) {
+            a = A[i * n + k];
+            for (int j = 0; j < n; j++)
+                C[i * n + j] += a * B[k * n + j];
+        }
+    last = a;
+}""", "used after the nest"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEAR_MISSES))
+def test_near_miss_is_refused_with_a_reason(tmp_path, name):
+    source, reason = NEAR_MISSES[name]
+    src = tmp_path / "near.c"
+    src.write_text(source)
+    result = rewrite_file(str(src), RewriteOptions(target=native_target()))
+    assert result.replaced == 0, [r.message() for r in result.remarks]
+    assert result.remarks and all(r.reason for r in result.remarks)
+    assert reason in " ".join(r.reason for r in result.remarks), [r.reason for r in result.remarks]
+
+
+def test_every_nest_gets_a_line(tmp_path):
+    """While loops, nests inside deeper nests and labelled nests appear in explain's output."""
+    src = tmp_path / "lines.c"
+    src.write_text("""
+void f(int n, int layers, float **W, const float *X, float *Y)
+{
+    int l = 0;
+    while (l < layers) {
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++)
+                for (int k = 0; k < n; k++)
+                    Y[i * n + j] += X[i * n + k] * W[l][k * n + j] * W[l][0];
+        l++;
+    }
+again:
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            for (int k = 0; k < j; k++)
+                Y[i * n + j] += X[i * n + k];
+}
+""")
+    done = run_cli("explain", src)
+    assert done.returncode == 0, done.stderr
+    lines = [ln for ln in done.stdout.splitlines() if "remark:" in ln]
+    assert any(":5:5:" in ln for ln in lines), lines     # the while loop
+    assert any(":6:9:" in ln for ln in lines), lines     # the nest inside it
+    assert any(":13:5:" in ln for ln in lines), lines    # the labelled nest
