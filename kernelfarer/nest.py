@@ -129,10 +129,19 @@ def around_statements(outer: c_ast.For) -> tuple[list, c_ast.For | None, list]:
     ...; s2; }`): the GEMM may be nested in other code; whether that code is independent of it is
     decided in fission.py."""
     items = _statements(outer.stmt)
-    fors = [i for i, s in enumerate(items) if isinstance(s, c_ast.For)]
+    # the GEMM's loops: the one loop that holds another (single loops around it are other code)
+    fors = [i for i, s in enumerate(items) if isinstance(s, c_ast.For) and _holds_loop(s.stmt)]
     if len(fors) != 1 or len(items) == 1:
         return [], None, []
     return items[:fors[0]], items[fors[0]], items[fors[0] + 1:]
+
+
+def _holds_loop(node: c_ast.Node | None) -> bool:
+    if node is None:
+        return False
+    if isinstance(node, (c_ast.For, c_ast.While, c_ast.DoWhile)):
+        return True
+    return any(_holds_loop(child) for _, child in node.children())
 
 
 def split_nest(outer: c_ast.For) -> tuple[list[c_ast.For], list, list, list]:

@@ -235,14 +235,27 @@ def _around_guards(nest: LoopNest, ev: Evaluator, around, scope: Scope, iterator
     if clash:
         raise NotGemm(f"the code around the GEMM changes '{sorted(clash)[0]}', which it uses")
     read = set().union(*(_names_in(n) for n in (*nest.around[0], *nest.around[1])))
+    read -= around.local_names          # their own loop counters and locals
     clash = read & (set(iterators[1:]) | ev.scalars_written)
     if clash:
         raise NotGemm(f"the code around the GEMM reads '{sorted(clash)[0]}', which the GEMM sets")
-    conv = IndexConverter(scope, [outer])
+    scope = scope.snapshot()
+    scope.push()
+    for decl in around.loops:
+        scope.declare(decl)
+    local_counters = [decl.name for decl in around.loops]
+    conv = IndexConverter(scope, [outer, *local_counters])
     guards = []
+    after_ids = {id(n) for n in around.reads_after}
     for nodes, against, what in ((around.writes, "ABC", "stores to"), (around.reads, "C", "reads")):
         for node in nodes:
             acc = flatten_access(node, scope, conv, ev.aliases)
+            if what == "reads" and id(node) in after_ids and \
+                    acc.array == operands["C"][0].array:
+                # a row of C the GEMM has finished: fission keeps its value
+                guards += _finished_row_guards(acc, operands["C"], outer, local_counters,
+                                               around, sizes, iterators)
+                continue
             for role in against:
                 if acc.array == operands[role][0].array:
                     raise NotGemm(f"the code around the GEMM {what} '{acc.array}'")
@@ -266,6 +279,41 @@ def _around_guards(nest: LoopNest, ev: Evaluator, around, scope: Scope, iterator
                 guards.append(disjoint(acc.array, base, elems, other.array, op.base,
                                        extent(rs, cs, rows, cols), own_size, other_size))
     return guards
+
+
+def _finished_row_guards(acc: Access, c_operand, outer: str, counters: list[str], around,
+                         sizes: dict, iterators: list[str]) -> list[Guard]:
+    """A read of C after the GEMM in iteration `outer` of the outer loop is the GEMM's final value
+    when it reads row `outer` (which that iteration finished) at a column in [0, n): then running
+    the whole GEMM first changes nothing for it.  The column is a constant or one of the code's
+    own counters plus a constant; its range is checked at run time."""
+    c_acc, (op, rs, cs, rows, cols) = c_operand
+    c_coeffs, _ = c_acc.index.split(iterators)
+    m_var = next((v for v in iterators if c_coeffs.get(v) == rs), None)
+    if m_var != outer:
+        raise NotGemm("the code after the GEMM reads C, and the outer loop does not walk C's rows")
+    coeffs, rest = acc.index.split([outer, *counters])
+    c_rest = c_acc.index.split(iterators)[1]
+    if coeffs.get(outer) != rs:
+        raise NotGemm("the code after the GEMM reads C outside the row it just finished")
+    column = rest - c_rest
+    used = [v for v in counters if v in coeffs]
+    if len(used) > 1 or (used and coeffs[used[0]] != Poly.const(1)) or \
+            column.symbols() - set(iterators):
+        raise NotGemm("the code after the GEMM reads C at a column it cannot bound (maybe "
+                      "outside the row it just finished)")
+    offset = column.const_value()
+    if offset is None:
+        raise NotGemm("the code after the GEMM reads C at a column it cannot bound (maybe "
+                      "outside the row it just finished)")
+    if not used:
+        return [Guard(f"{offset} >= 0 && {offset} < {cols}",
+                      "the code after the GEMM reads a column of the finished row")]
+    lo, hi = next((lo, hi) for name, lo, hi in around.bounds if name == used[0])
+    if {outer} & (_names_in(lo) | _names_in(hi)):
+        raise NotGemm("the loop after the GEMM that reads C has bounds that change with the row")
+    return [Guard(f"({_GEN.visit(lo)}) + {offset} >= 0 && ({_GEN.visit(hi)}) + {offset} <= {cols}",
+                  f"the loop after the GEMM reads only the finished row of {c_acc.array}")]
 
 
 def _find_store(nest: LoopNest, scope: Scope, conv: IndexConverter, aliases: dict) -> Access:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pycparser import c_ast
 
 from kernelfarer.canonical import Context, canonicalize, min_functions
+from kernelfarer.classify import kind_of
 from kernelfarer.ctype import Scope, struct_key
 from kernelfarer.epilogue import pure_functions
 from kernelfarer.diagnostics import SourceLocation
@@ -137,7 +138,9 @@ class _Walker:
         elif isinstance(node, (c_ast.If,)):
             self.statement(node.iftrue, scope, depth)
             self.statement(node.iffalse, scope, depth)
-        elif isinstance(node, (c_ast.DoWhile, c_ast.Label, c_ast.Case, c_ast.Default)):
+        elif isinstance(node, c_ast.Label):
+            self.statement(node.stmt, scope, depth, before)     # `outer: for ...`
+        elif isinstance(node, (c_ast.DoWhile, c_ast.Case, c_ast.Default)):
             for _, child in node.children():
                 if isinstance(child, (c_ast.Compound, c_ast.For, c_ast.If, c_ast.While,
                                       c_ast.DoWhile, c_ast.Label, c_ast.Case, c_ast.Default,
@@ -168,7 +171,11 @@ class _Walker:
         except NotGemm as exc:
             # Every nest of three or more loops gets a line; so does every outermost loop.
             if depth == 0 or _depth(node) >= 3:
-                self.candidates.append(Candidate(node, self.func, location, rank, None, str(exc)))
+                reason = str(exc)
+                what = kind_of(canon.node if canon is not None else node)
+                if what and what not in reason:
+                    reason += f" (this is {what})"
+                self.candidates.append(Candidate(node, self.func, location, rank, None, reason))
             scope.push()
             if isinstance(node, c_ast.For) and isinstance(node.init, c_ast.DeclList):
                 for decl in node.init.decls:

@@ -40,9 +40,18 @@ def _index(name: str, row: str, col: str, major: str, ld: str, shape: str, flat:
     return f"{name}[{outer}][{inner}]"
 
 
+FAMILIES = ("hoist", "pointer", "down", "not-equal", "while", "label", "unroll", "zero-skip",
+            "mult-temp", "names")
+NEAR_MISSES = ("triangular", "inplace", "matvec", "call", "minplus", "indirect", "two-stores",
+               "shifted-read", "guard", "idx-redef", "bad-remainder", "helper")
+
+
 def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case:
+    """A random spelling: loop order, layouts, the form of the update, and the families real code
+    adds (hoisted operands, pointer subscripts, decrementing / != / while loops, labels, k
+    unrolled by hand, zero skips, product temporaries, sizes named like generated locals); a
+    near-miss breaks one property of a GEMM."""
     dtype = rng.choice(("float", "double"))
-    suffix = "f" if dtype == "float" else ""
     order = rng.choice(ORDERS)
     flat = rng.random() < 0.6
     majors = {m: rng.choice("rc") for m in "ABC"}
@@ -51,70 +60,116 @@ def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case
                        "minus", "beta-scale"))
     if form in ("acc-temp", "zero-init", "alpha-beta-temp", "beta-scale"):
         order = rng.choice(("ijk", "jik"))   # statements around the k loop need k innermost
-    one_based = rng.random() < 0.2 and flat
+    family = {f for f in FAMILIES if rng.random() < 0.12}
+    if not flat:
+        family.discard("pointer")
+    if form not in ("accumulate", "alpha", "minus") or order[2] == "k":
+        family.discard("hoist")
+    if form != "accumulate":
+        family.discard("zero-skip")
+    if form not in ("acc-temp", "alpha-beta-temp"):
+        family.discard("unroll")
+        family.discard("mult-temp")
 
     lds = {"A": "lda", "B": "ldb", "C": "ldc"}
     decl = {}
     for m in "ABC":
-        if flat:
-            decl[m] = f"{dtype} *{m}"
-        else:
-            decl[m] = f"{dtype} {m}[][{lds[m]}]"
+        decl[m] = f"{dtype} *{m}" if flat else f"{dtype} {m}[][{lds[m]}]"
     i, j, k = "i", "j", "k"
+    sizes = ("kf_m", "kf_n", "kf_k") if "names" in family else ("M", "N", "K")
 
     def ref(m: str, r: str, c: str) -> str:
-        return _index(m, r, c, majors[m], lds[m], shapes[m], flat)
+        text = _index(m, r, c, majors[m], lds[m], shapes[m], flat)
+        if "pointer" in family:
+            return f"*({m} + {text[len(m) + 1:-1]})"
+        return text
 
     a = ref("A", i, k)
     b = ref("B", k, j)
     c = ref("C", i, j)
-    bounds = {"i": "M", "j": "N", "k": "K"}
-    kind = f"{dtype} {order} {'flat' if flat else '2d'} A{majors['A']} B{majors['B']} C{majors['C']} {form}"
-
+    bounds = {"i": sizes[0], "j": sizes[1], "k": sizes[2]}
     miss = None
     if near_miss:
-        miss = rng.choice(("triangular", "inplace", "matvec", "call", "minplus", "indirect",
-                           "two-stores", "shifted-read"))
-        kind += f" near-miss:{miss}"
-        if miss == "triangular":     # the harness calls near-misses with M == N == K
-            outer_var, inner_var = (order[0], order[1]) if form in ("accumulate", "alpha", "minus") \
-                else ("i", "j") if order.index("i") < order.index("j") else ("j", "i")
-            bounds[inner_var] = f"{outer_var} + 1"
-        elif miss == "inplace":
-            a = ref("C", i, k)
-        elif miss == "matvec":
-            b = ref("B", k, "0")
-        elif miss == "call":
-            a = f"kf_gen_id_{dtype}({a})"
-        elif miss == "minplus":
-            pass
-        elif miss == "indirect":
-            a = "A" + a[1:].replace("k", "((k * 7) % K)", 1)
-        elif miss == "shifted-read":
-            c_read = ref("C", i, f"(({j} + 1) % N)")
+        options = list(NEAR_MISSES)
+        if form not in ("accumulate", "alpha", "minus"):
+            options.remove("guard")
+        if form not in ("acc-temp", "alpha-beta-temp"):
+            options = [o for o in options if o not in ("idx-redef", "bad-remainder", "helper")]
+        miss = rng.choice(options)
+        family -= {"zero-skip", "unroll", "mult-temp"}
+    kind = (f"{dtype} {order} {'flat' if flat else '2d'} A{majors['A']} B{majors['B']} "
+            f"C{majors['C']} {form}" + "".join(f" +{f}" for f in sorted(family))
+            + (f" near-miss:{miss}" if miss else ""))
+    styles = {v: "up" for v in "ijk"}
+    for v in "ijk":
+        if "down" in family and rng.random() < 0.5:
+            styles[v] = "down"
+        elif "not-equal" in family and rng.random() < 0.5:
+            styles[v] = "ne"
+    c_read = None
+    if miss == "triangular":     # the harness calls near-misses with M == N == K
+        outer_var, inner_var = (order[0], order[1]) if form in ("accumulate", "alpha", "minus") \
+            else ("i", "j") if order.index("i") < order.index("j") else ("j", "i")
+        bounds[inner_var] = f"{outer_var} + 1"
+        styles[inner_var] = "up"
+    elif miss == "inplace":
+        a = ref("C", i, k)
+    elif miss == "matvec":
+        b = ref("B", k, "0")
+    elif miss == "call":
+        a = f"kf_gen_id_{dtype}({a})"
+    elif miss == "indirect":
+        a = "A" + a[1:].replace("k", "((k * 7) % " + sizes[2] + ")", 1) if not a.startswith("*") \
+            else a.replace("k", "((k * 7) % " + sizes[2] + ")", 1)
+    elif miss == "shifted-read":
+        c_read = ref("C", i, f"(({j} + 1) % {sizes[1]})")
 
-    def loop(var: str, body: str, ind: str) -> str:
-        lo, hi = ("1", f"{bounds[var]}") if False else ("0", bounds[var])
-        return f"{ind}for (int {var} = {lo}; {var} < {hi}; {var}++)\n{body}"
+    def header(var: str) -> str:
+        hi = bounds[var]
+        if styles[var] == "down":
+            return f"for (int {var} = ({hi}) - 1; {var} >= 0; {var}--)"
+        if styles[var] == "ne":
+            return f"for (int {var} = 0; {var} != {hi}; {var}++)"
+        return f"for (int {var} = 0; {var} < {hi}; {var}++)"
 
-    product = f"{a} * {b}"
-    if miss == "minplus":
-        product = f"{a} + {b}"
+    def outermost(var: str, body: str) -> str:
+        """The outermost loop: a for, or a counted while, maybe labelled."""
+        label = "gen_outer: " if "label" in family else ""
+        if "while" in family:
+            return (f"    {{\n        int {var} = 0;\n        {label}while ({var} < {bounds[var]}) {{\n"
+                    f"{body}            {var}++;\n        }}\n    }}\n")
+        return f"    {label}{header(var)}\n{body}"
+
+    product = f"{a} * {b}" if miss != "minplus" else f"{a} + {b}"
     lines: list[str] = []
-    body_ind = "            "
     overwrites = False
     if form in ("accumulate", "alpha", "minus"):
         op = "-=" if form == "minus" else "+="
         scale = "alpha * " if form == "alpha" else ""
-        stmt = f"{body_ind}{c} {op} {scale}{product};\n"
+        inner_var, middle_var = order[2], order[1]
+        hoisted = ""
+        if "hoist" in family:
+            # the operand the innermost loop does not index, read once per middle iteration
+            operand = a if inner_var != "k" and "k" in order[:2] and inner_var == "j" else b
+            hoisted = f"const {dtype} hoisted = {operand};"
+            product = product.replace(operand, "hoisted", 1)
+        stmt = f"{c} {op} {scale}{product};"
         if miss == "two-stores":
-            stmt = f"{body_ind}{{ {c} += {product}; {ref('C', i, '0')} += 1; }}\n"
+            stmt = f"{{ {c} += {product}; {ref('C', i, '0')} += 1; }}"
         if miss == "shifted-read":
-            stmt = f"{body_ind}{c} = {c_read} + {product};\n"
-        nest = stmt
-        for depth, var in enumerate(reversed(order)):
-            nest = loop(var, nest, "    " * (3 - depth))
-        lines.append(nest)
+            stmt = f"{c} = {c_read} + {product};"
+        if "zero-skip" in family:
+            tested = rng.choice((a, b))
+            stmt = f"if ({tested} != 0) {stmt}"
+        if miss == "guard":
+            stmt = f"if ({b} > 0) {stmt}"
+        inner = f"                {header(inner_var)}\n                    {stmt}\n"
+        if hoisted:
+            middle_body = f"            {{\n                {hoisted}\n{inner}            }}\n"
+        else:
+            middle_body = inner
+        nest = f"        {header(middle_var)}\n{middle_body}"
+        lines.append(outermost(order[0], nest))
     else:
         outer1, outer2 = order[0], order[1]
         pre, post = [], []
@@ -141,29 +196,61 @@ def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case
                 inner = inner.replace(f"{c} +=", f"{c} = {c_read} +")
         if miss == "two-stores":
             post.append(f"{ref('C', i, '0')} += 1;")
+        if miss == "helper":
+            post[-1] = post[-1].replace(f"{c} = ", f"{c} = kf_gen_peek_{dtype}(", 1)[:-1] + ");"
+        if "mult-temp" in family:
+            inner = f"{{ const {dtype} mult = {product}; acc += mult; }}"
         body = "".join(f"            {s}\n" for s in pre)
-        body += f"            for (int k = 0; k < {bounds['k']}; k++)\n                {inner}\n"
+        if "unroll" in family or miss == "bad-remainder":
+            u = rng.choice((2, 4))
+            terms = " + ".join(_shift_k(product, r) for r in range(u))
+            rest = f"k < {bounds['k']}" if miss != "bad-remainder" else f"k + 1 < {bounds['k']}"
+            body += (f"            int k = 0;\n"
+                     f"            for (; k + {u - 1} < {bounds['k']}; k += {u})\n"
+                     f"                acc += {terms};\n"
+                     f"            for (; {rest}; k++)\n                acc += {product};\n")
+        elif miss == "idx-redef":
+            shifted = product.replace("k", "kx", 1) if product.index("k") < len(product) else product
+            body += (f"            int kx = 0;\n            for (int k = 0; k < {bounds['k']}; k++) "
+                     f"{{\n                acc += {shifted};\n                kx = k;\n            }}\n")
+        else:
+            body += f"            {header('k')}\n                {inner}\n"
         body += "".join(f"            {s}\n" for s in post)
-        lines.append(f"    for (int {outer1} = 0; {outer1} < {bounds[outer1]}; {outer1}++)\n"
-                     f"        for (int {outer2} = 0; {outer2} < {bounds[outer2]}; {outer2}++) {{\n"
-                     f"{body}        }}\n")
-    del one_based, suffix
-    signature = (f"void {name}(int M, int N, int K, int lda, int ldb, int ldc, {dtype} alpha, "
-                 f"{dtype} beta, {decl['A']}, {decl['B']}, {decl['C']})")
-    source = (f"{signature}\n{{\n    (void)M; (void)N; (void)K; (void)lda; (void)ldb; (void)ldc;\n"
+        nest = f"        {header(outer2)} {{\n{body}        }}\n"
+        lines.append(outermost(outer1, nest))
+    signature = (f"void {name}(int {sizes[0]}, int {sizes[1]}, int {sizes[2]}, int lda, int ldb, "
+                 f"int ldc, {dtype} alpha, {dtype} beta, {decl['A']}, {decl['B']}, {decl['C']})")
+    source = (f"{signature}\n{{\n    (void){sizes[0]}; (void){sizes[1]}; (void){sizes[2]}; "
+              "(void)lda; (void)ldb; (void)ldc;\n"
               f"    (void)alpha; (void)beta;\n{''.join(lines)}}}\n")
     return Case(name=name, dtype=dtype, source=source, gemm=not near_miss,
                 overwrites_c=overwrites and not near_miss, kind=kind)
+
+
+def _shift_k(product: str, r: int) -> str:
+    """The product with k replaced by k + r (every k that is the loop variable)."""
+    if r == 0:
+        return product
+    out, n = [], len(product)
+    for pos, ch in enumerate(product):
+        word_before = pos > 0 and (product[pos - 1].isalnum() or product[pos - 1] == "_")
+        word_after = pos + 1 < n and (product[pos + 1].isalnum() or product[pos + 1] == "_")
+        out.append(f"(k + {r})" if ch == "k" and not word_before and not word_after else ch)
+    return "".join(out)
 
 
 PRELUDE = """\
 /* generated by tests/gemm_gen.py */
 static float kf_gen_id_float(float x) { return x; }
 static double kf_gen_id_double(double x) { return x; }
+float kf_gen_glob_float[4];
+double kf_gen_glob_double[4];
+static float kf_gen_peek_float(float x) { return x + kf_gen_glob_float[0]; }
+static double kf_gen_peek_double(double x) { return x + kf_gen_glob_double[0]; }
 """
 
 
 def cdef(case: Case) -> str:
     t = case.dtype
-    return (f"void {case.name}(int M, int N, int K, int lda, int ldb, int ldc, {t} alpha, "
+    return (f"void {case.name}(int, int, int, int lda, int ldb, int ldc, {t} alpha, "
             f"{t} beta, {t} *A, {t} *B, {t} *C);")
