@@ -14,8 +14,16 @@ from dataclasses import dataclass
 
 from pycparser import c_ast, c_generator
 
+from kernelfarer.access import Access, flatten_access
+from kernelfarer.affine import IndexConverter, Poly
+from kernelfarer.ctype import Scope
 from kernelfarer.epilogue import check_pure
+from kernelfarer.guards import disjoint, extent
 from kernelfarer.nest import LoopNest, NotGemm
+from kernelfarer.canon_base import names_in
+from kernelfarer.evaluate import Evaluator
+from kernelfarer.spec import Guard
+from kernelfarer.targets import DType
 
 _GEN = c_generator.CGenerator()
 
@@ -134,3 +142,177 @@ def _counted(loop: c_ast.For):
 
 def _header(node: c_ast.For) -> str:
     return f"for ({_GEN.visit(node.init)}; {_GEN.visit(node.cond)}; {_GEN.visit(node.next)})"
+
+
+# -- run-time checks of code run apart from the GEMM -------------------------------------------
+
+def around_guards(nest: LoopNest, ev: Evaluator, around, scope: Scope, iterators: list[str],
+                   sizes: dict, starts: dict, dtype: DType, operands: dict) -> list[Guard]:
+    """Checks that the statements next to the GEMM (fission.py) are independent of it."""
+    outer = iterators[0]
+    gemm_nodes = [*nest.pre, *nest.body, *nest.post, *nest.hoisted]
+    for lp in nest.loops[1:]:
+        gemm_nodes += [n for n in (lp.node.init, lp.node.cond, lp.node.next) if n is not None]
+    used = set().union(*(names_in(n) for n in gemm_nodes)) | ev.scalar_params | ev.conv.params
+    clash = around.names_written & (used | set(iterators[1:]))
+    if clash:
+        raise NotGemm(f"the code around the GEMM changes '{sorted(clash)[0]}', which it uses")
+    read = set().union(*(names_in(n) for n in (*nest.around[0], *nest.around[1])))
+    read -= around.local_names          # their own loop counters and locals
+    clash = read & (set(iterators[1:]) | ev.scalars_written)
+    if clash:
+        raise NotGemm(f"the code around the GEMM reads '{sorted(clash)[0]}', which the GEMM sets")
+    scope = scope.snapshot()
+    scope.push()
+    for decl in around.loops:
+        scope.declare(decl)
+    local_counters = [decl.name for decl in around.loops]
+    conv = IndexConverter(scope, [outer, *local_counters])
+    guards = []
+    after_ids = {id(n) for n in around.reads_after}
+    for nodes, against, what in ((around.writes, "ABC", "stores to"), (around.reads, "C", "reads")):
+        for node in nodes:
+            acc = flatten_access(node, scope, conv, ev.aliases)
+            if what == "reads" and id(node) in after_ids and \
+                    acc.array == operands["C"][0].array:
+                # a row of C the GEMM has finished: fission keeps its value
+                guards += _finished_row_guards(acc, operands["C"], outer, local_counters,
+                                               around, sizes, iterators)
+                continue
+            for role in against:
+                if acc.array == operands[role][0].array:
+                    raise NotGemm(f"the code around the GEMM {what} '{acc.array}'")
+            coeffs, rest = acc.index.split([outer])
+            stride = coeffs.get(outer, Poly.const(0))
+            if stride.const_value() is not None and stride.const_value() < 0:
+                raise NotGemm(f"the code around the GEMM walks '{acc.array}' backwards")
+            if stride.const_value() is None:
+                guards.append(Guard(f"{stride.to_c()} >= 0", f"{acc.array} stride is not negative"))
+            origin = rest + stride * starts[outer]
+            own_size = f"(kf_index)sizeof({acc.elem.spelling})"
+            if acc.row_table is not None:
+                raise NotGemm(f"the code around the GEMM uses the row table '{acc.array}'")
+            base = f"((const {acc.elem.spelling} *)({acc.array}) + {origin.to_c()})"
+            elems = f"(({sizes[outer]}) - 1) * {stride.to_c()} + 1"
+            for role in against:
+                other, (op, rs, cs, rows, cols) = operands[role]
+                if acc.is_object and other.is_object:
+                    continue
+                other_size = f"(kf_index)sizeof({dtype.ctype if role == 'C' else dtype.in_ctype})"
+                guards.append(disjoint(acc.array, base, elems, other.array, op.base,
+                                       extent(rs, cs, rows, cols), own_size, other_size))
+    return guards
+
+
+def side_statement(side, scope: Scope, ev: Evaluator, ranges: dict, dtype: DType,
+                    accesses: dict, guards: list[Guard]) -> tuple[str, str]:
+    """A statement split off the nest (canonical.Side): the run-time checks that the arrays it
+    stores do not overlap A, B or C and that it reads nothing of C; its loops and its text."""
+    scope = scope.snapshot()
+    scope.push()
+    bounds = []
+    for loop in side.loops:
+        if isinstance(loop.init, c_ast.DeclList):
+            for decl in loop.init.decls:
+                scope.declare(decl)
+            var, lo = loop.init.decls[0].name, loop.init.decls[0].init
+        elif isinstance(loop.init, c_ast.Assignment):
+            var, lo = _GEN.visit(loop.init.lvalue), loop.init.rvalue
+        else:
+            raise NotGemm("a statement next to the GEMM sits in a loop that is not counted")
+        cond = loop.cond
+        if not (isinstance(cond, c_ast.BinaryOp) and cond.op == "<"
+                and _GEN.visit(cond.left) == var):
+            raise NotGemm("a statement next to the GEMM sits in a loop that is not counted")
+        bounds.append((var, lo, cond.right))
+    conv = IndexConverter(scope, [v for v, _, _ in bounds])
+    stores, reads = [], []
+    _array_refs(side.statement, stores, reads)
+    for node, stored in [(n, True) for n in stores] + [(n, False) for n in reads]:
+        acc = flatten_access(node, scope, conv, ev.aliases)
+        roles = "ABC" if stored else "C"
+        for role in "ABC":
+            if acc.array == accesses[role].array and role in roles:
+                raise NotGemm(f"a statement next to the GEMM {'stores to' if stored else 'reads'} "
+                              f"'{acc.array}'")
+        coeffs, rest = acc.index.split([v for v, _, _ in bounds])
+        low, span = rest, Poly.const(0)
+        for var, lo, hi in bounds:
+            c = coeffs.get(var)
+            if c is None:
+                continue
+            if any(coef < 0 for _, coef in c.terms):
+                raise NotGemm(f"a statement next to the GEMM walks '{acc.array}' in a way the "
+                              "checks cannot bound")
+            for symbol in sorted(c.symbols()):     # a coefficient of sizes: they are not negative
+                guards.append(Guard(f"{symbol} >= 0", f"{symbol} is not negative"))
+            low = low + c * conv.convert(lo)
+            span = span + c * (conv.convert(hi) - conv.convert(lo) - Poly.const(1))
+        base = f"((const {acc.elem.spelling} *)({acc.array}) + {low.to_c()})"
+        elems = f"({span.to_c()}) + 1"
+        own = f"(kf_index)sizeof({acc.elem.spelling})"
+        for role in roles:
+            other, (op, rs, cs, rows, cols) = accesses[role], ranges[role]
+            if acc.is_object and other.is_object:
+                continue
+            other_size = f"(kf_index)sizeof({dtype.ctype if role == 'C' else dtype.in_ctype})"
+            guards.append(disjoint(acc.array, base, elems, other.array, op.base,
+                                   extent(rs, cs, rows, cols), own, other_size))
+    header = " ".join(f"for ({_GEN.visit(lp.init)}; {_GEN.visit(lp.cond)}; {_GEN.visit(lp.next)})"
+                      for lp in side.loops)
+    text = _GEN.visit(side.statement).strip()
+    if not text.endswith(("}", ";")):
+        text += ";"
+    return header, " ".join(text.split())
+
+
+def _array_refs(node: c_ast.Node, stores: list, reads: list) -> None:
+    """The array elements a statement stores to and reads (a compound assignment both)."""
+    if isinstance(node, c_ast.Assignment) and isinstance(node.lvalue, c_ast.ArrayRef):
+        stores.append(node.lvalue)
+        if node.op != "=":
+            reads.append(node.lvalue)
+        _array_refs(node.lvalue.subscript, stores, reads)
+        _array_refs(node.rvalue, stores, reads)
+        return
+    if isinstance(node, c_ast.ArrayRef):
+        reads.append(node)
+        _array_refs(node.subscript, stores, reads)
+        return
+    for _, child in node.children():
+        _array_refs(child, stores, reads)
+
+
+def _finished_row_guards(acc: Access, c_operand, outer: str, counters: list[str], around,
+                         sizes: dict, iterators: list[str]) -> list[Guard]:
+    """A read of C after the GEMM in iteration `outer` of the outer loop is the GEMM's final value
+    when it reads row `outer` (which that iteration finished) at a column in [0, n): then running
+    the whole GEMM first changes nothing for it.  The column is a constant or one of the code's
+    own counters plus a constant; its range is checked at run time."""
+    c_acc, (op, rs, cs, rows, cols) = c_operand
+    c_coeffs, _ = c_acc.index.split(iterators)
+    m_var = next((v for v in iterators if c_coeffs.get(v) == rs), None)
+    if m_var != outer:
+        raise NotGemm("the code after the GEMM reads C, and the outer loop does not walk C's rows")
+    coeffs, rest = acc.index.split([outer, *counters])
+    c_rest = c_acc.index.split(iterators)[1]
+    if coeffs.get(outer) != rs:
+        raise NotGemm("the code after the GEMM reads C outside the row it just finished")
+    column = rest - c_rest
+    used = [v for v in counters if v in coeffs]
+    if len(used) > 1 or (used and coeffs[used[0]] != Poly.const(1)) or \
+            column.symbols() - set(iterators):
+        raise NotGemm("the code after the GEMM reads C at a column it cannot bound (maybe "
+                      "outside the row it just finished)")
+    offset = column.const_value()
+    if offset is None:
+        raise NotGemm("the code after the GEMM reads C at a column it cannot bound (maybe "
+                      "outside the row it just finished)")
+    if not used:
+        return [Guard(f"{offset} >= 0 && {offset} < {cols}",
+                      "the code after the GEMM reads a column of the finished row")]
+    lo, hi = next((lo, hi) for name, lo, hi in around.bounds if name == used[0])
+    if {outer} & (names_in(lo) | names_in(hi)):
+        raise NotGemm("the loop after the GEMM that reads C has bounds that change with the row")
+    return [Guard(f"({_GEN.visit(lo)}) + {offset} >= 0 && ({_GEN.visit(hi)}) + {offset} <= {cols}",
+                  f"the loop after the GEMM reads only the finished row of {c_acc.array}")]

@@ -23,9 +23,9 @@ from kernelfarer.diagnostics import SourceLocation
 from kernelfarer.epilogue import epilogue_form
 from kernelfarer.evaluate import ZERO, Evaluator, Lin, lin_add
 from kernelfarer.epilogue import PURE_FUNCTIONS
-from kernelfarer.fission import around_form
-from kernelfarer.guards import (FunctionFacts, alias_guards, bound_guards, disjoint, extent,
-                                row_tables, scalar_alias_guards, simplify_guards, wrap_guards)
+from kernelfarer.fission import around_form, around_guards, side_statement
+from kernelfarer.guards import (FunctionFacts, alias_guards, bound_guards, row_tables,
+                                scalar_alias_guards, simplify_guards, wrap_guards)
 from kernelfarer.model import AccessModel, StatementModel, build_model
 from kernelfarer.nest import LoopNest, NotGemm, parse_nest
 from kernelfarer.spec import SIZE_NAMES, CInit, GemmSpec, Guard, Operand
@@ -196,7 +196,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
 
     around = around_form(nest, functions=functions or PURE_FUNCTIONS)
     if around is not None:
-        guards += _around_guards(nest, ev, around, scope, iterators, sizes, starts, dtype,
+        guards += around_guards(nest, ev, around, scope, iterators, sizes, starts, dtype,
                                  {"A": (a_acc, ranges["A"]), "B": (b_acc, ranges["B"]),
                                   "C": (c_access, ranges["C"])})
 
@@ -204,6 +204,8 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     shape = " ".join(f"{name}={loops[v].upper - loops[v].lower}"
                      for name, v in zip("MNK", (m_var, n_var, k_var)))
     guards += _zero_skip_guards(canon, scope, conv, ev, dtype, a_acc, b_acc, ranges, alpha)
+    side = tuple(side_statement(entry, scope, ev, ranges, dtype, {
+        "A": a_acc, "B": b_acc, "C": c_access}, guards) for entry in canon.side)
     if canon.load_c_when is not None and init is not CInit.SCALE:
         raise NotGemm(f"the choice on {canon.load_c_when} does not decide how C is updated")
     guards = simplify_guards(guards, size_exprs, (m_var, n_var, k_var))
@@ -216,104 +218,15 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         ("1" if init is CInit.ACCUMULATE else "0"),
         init=init, guards=tuple(guards), location=location, loop_order=order, shape=shape,
         finals=tuple(finals.values()), epilogue=epi, setup=tuple(setup), around=around,
-        load_c=canon.load_c_when or "", canonical=tuple(canon.steps),
+        load_c=canon.load_c_when or "", canonical=tuple(canon.steps), side=side,
         description=_describe(c_access, first, second, init) + (
             " then an element-wise epilogue" if epi is not None else "") + (
             " (nested in other code, run apart)" if around is not None else ""),
     )
 
 
-def _around_guards(nest: LoopNest, ev: Evaluator, around, scope: Scope, iterators: list[str],
-                   sizes: dict, starts: dict, dtype: DType, operands: dict) -> list[Guard]:
-    """Checks that the statements next to the GEMM (fission.py) are independent of it."""
-    outer = iterators[0]
-    gemm_nodes = [*nest.pre, *nest.body, *nest.post, *nest.hoisted]
-    for lp in nest.loops[1:]:
-        gemm_nodes += [n for n in (lp.node.init, lp.node.cond, lp.node.next) if n is not None]
-    used = set().union(*(_names_in(n) for n in gemm_nodes)) | ev.scalar_params | ev.conv.params
-    clash = around.names_written & (used | set(iterators[1:]))
-    if clash:
-        raise NotGemm(f"the code around the GEMM changes '{sorted(clash)[0]}', which it uses")
-    read = set().union(*(_names_in(n) for n in (*nest.around[0], *nest.around[1])))
-    read -= around.local_names          # their own loop counters and locals
-    clash = read & (set(iterators[1:]) | ev.scalars_written)
-    if clash:
-        raise NotGemm(f"the code around the GEMM reads '{sorted(clash)[0]}', which the GEMM sets")
-    scope = scope.snapshot()
-    scope.push()
-    for decl in around.loops:
-        scope.declare(decl)
-    local_counters = [decl.name for decl in around.loops]
-    conv = IndexConverter(scope, [outer, *local_counters])
-    guards = []
-    after_ids = {id(n) for n in around.reads_after}
-    for nodes, against, what in ((around.writes, "ABC", "stores to"), (around.reads, "C", "reads")):
-        for node in nodes:
-            acc = flatten_access(node, scope, conv, ev.aliases)
-            if what == "reads" and id(node) in after_ids and \
-                    acc.array == operands["C"][0].array:
-                # a row of C the GEMM has finished: fission keeps its value
-                guards += _finished_row_guards(acc, operands["C"], outer, local_counters,
-                                               around, sizes, iterators)
-                continue
-            for role in against:
-                if acc.array == operands[role][0].array:
-                    raise NotGemm(f"the code around the GEMM {what} '{acc.array}'")
-            coeffs, rest = acc.index.split([outer])
-            stride = coeffs.get(outer, Poly.const(0))
-            if stride.const_value() is not None and stride.const_value() < 0:
-                raise NotGemm(f"the code around the GEMM walks '{acc.array}' backwards")
-            if stride.const_value() is None:
-                guards.append(Guard(f"{stride.to_c()} >= 0", f"{acc.array} stride is not negative"))
-            origin = rest + stride * starts[outer]
-            own_size = f"(kf_index)sizeof({acc.elem.spelling})"
-            if acc.row_table is not None:
-                raise NotGemm(f"the code around the GEMM uses the row table '{acc.array}'")
-            base = f"((const {acc.elem.spelling} *)({acc.array}) + {origin.to_c()})"
-            elems = f"(({sizes[outer]}) - 1) * {stride.to_c()} + 1"
-            for role in against:
-                other, (op, rs, cs, rows, cols) = operands[role]
-                if acc.is_object and other.is_object:
-                    continue
-                other_size = f"(kf_index)sizeof({dtype.ctype if role == 'C' else dtype.in_ctype})"
-                guards.append(disjoint(acc.array, base, elems, other.array, op.base,
-                                       extent(rs, cs, rows, cols), own_size, other_size))
-    return guards
 
 
-def _finished_row_guards(acc: Access, c_operand, outer: str, counters: list[str], around,
-                         sizes: dict, iterators: list[str]) -> list[Guard]:
-    """A read of C after the GEMM in iteration `outer` of the outer loop is the GEMM's final value
-    when it reads row `outer` (which that iteration finished) at a column in [0, n): then running
-    the whole GEMM first changes nothing for it.  The column is a constant or one of the code's
-    own counters plus a constant; its range is checked at run time."""
-    c_acc, (op, rs, cs, rows, cols) = c_operand
-    c_coeffs, _ = c_acc.index.split(iterators)
-    m_var = next((v for v in iterators if c_coeffs.get(v) == rs), None)
-    if m_var != outer:
-        raise NotGemm("the code after the GEMM reads C, and the outer loop does not walk C's rows")
-    coeffs, rest = acc.index.split([outer, *counters])
-    c_rest = c_acc.index.split(iterators)[1]
-    if coeffs.get(outer) != rs:
-        raise NotGemm("the code after the GEMM reads C outside the row it just finished")
-    column = rest - c_rest
-    used = [v for v in counters if v in coeffs]
-    if len(used) > 1 or (used and coeffs[used[0]] != Poly.const(1)) or \
-            column.symbols() - set(iterators):
-        raise NotGemm("the code after the GEMM reads C at a column it cannot bound (maybe "
-                      "outside the row it just finished)")
-    offset = column.const_value()
-    if offset is None:
-        raise NotGemm("the code after the GEMM reads C at a column it cannot bound (maybe "
-                      "outside the row it just finished)")
-    if not used:
-        return [Guard(f"{offset} >= 0 && {offset} < {cols}",
-                      "the code after the GEMM reads a column of the finished row")]
-    lo, hi = next((lo, hi) for name, lo, hi in around.bounds if name == used[0])
-    if {outer} & (_names_in(lo) | _names_in(hi)):
-        raise NotGemm("the loop after the GEMM that reads C has bounds that change with the row")
-    return [Guard(f"({_GEN.visit(lo)}) + {offset} >= 0 && ({_GEN.visit(hi)}) + {offset} <= {cols}",
-                  f"the loop after the GEMM reads only the finished row of {c_acc.array}")]
 
 
 def _find_store(nest: LoopNest, scope: Scope, conv: IndexConverter, aliases: dict) -> Access:

@@ -15,10 +15,14 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from typing import TYPE_CHECKING
+
 from kernelfarer.diagnostics import SourceLocation
-from kernelfarer.epilogue import Epilogue
-from kernelfarer.fission import Around
 from kernelfarer.targets import DType
+
+if TYPE_CHECKING:      # the recognizer's modules import this one
+    from kernelfarer.epilogue import Epilogue
+    from kernelfarer.fission import Around
 
 
 # Names under which the call site holds the sizes; guards may use them.  Placeholders: each call
@@ -73,6 +77,8 @@ class GemmSpec:
     epilogue: "Epilogue | None" = None  # element-wise code applied to the GEMM's result
     setup: tuple[str, ...] = ()     # C declarations the guards and the call need (row strides)
     around: "Around | None" = None  # independent code of the outer loop, run after the GEMM
+    side: tuple[tuple[str, str], ...] = ()  # (loop headers, statement): independent statements
+                                    # of the nest, run after the GEMM in a copy of their loops
     load_c: str = ""                # C condition under which C's old value is read (empty: the
                                     # init says; reference BLAS reads C only when beta != 0)
     canonical: tuple[str, ...] = () # what canonicalization did to the nest (for remarks)

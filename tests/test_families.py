@@ -257,6 +257,29 @@ void matmul_backward_inp(float *dinp, const float *dout, const float *weight,
 }
 """
 
+LLM_BACKWARD_W = """
+#include <stddef.h>
+void matmul_backward_w(float *dweight, float *dbias, const float *dout, const float *inp,
+                       int B, int T, int C, int OC)
+{
+    #pragma omp parallel for
+    for (int o = 0; o < OC; o++) {
+        for (int b = 0; b < B; b++) {
+            for (int t = 0; t < T; t++) {
+                const float *dout_bt = dout + b * T * OC + t * OC;
+                const float *inp_bt = inp + b * T * C + t * C;
+                float *dwrow = dweight + o * C;
+                float d = dout_bt[o];
+                if (dbias != NULL) { dbias[o] += d; }
+                for (int i = 0; i < C; i++) {
+                    dwrow[i] += inp_bt[i] * d;
+                }
+            }
+        }
+    }
+}
+"""
+
 LAYER_TABLE = """
 static void layers(int L, int n, float **W, const float *X, float *Y)
 {
@@ -351,6 +374,11 @@ FAMILIES = {
                       "int, int);", "float",
         lambda m, n, k: [("T*", 3 * m, n), ("T*", 3 * m, k), ("T*", k, n), _int(3), _int(m),
                          _int(n), _int(k)]),
+    "llm_backward_weights_side_reduction": (
+        LLM_BACKWARD_W, "void matmul_backward_w(float *, float *, const float *, const float *, "
+                        "int, int, int, int);", "float",
+        lambda m, n, k: [("T*", m, n), ("T*", 1, m), ("T*", 3 * k, m), ("T*", 3 * k, n),
+                         _int(3), _int(k), _int(n), _int(m)]),
     "layer_table": (LAYER_TABLE, "void run_layers(int, float *, const float *, float *);",
                     "float", lambda m, n, k: [_int(m), ("T*", 3 * m, m), ("T*", m, m),
                                               ("T*", 3 * m, m)]),

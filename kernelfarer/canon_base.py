@@ -1,0 +1,330 @@
+"""The values and AST helpers canonicalization (canonical.py) is made of: what a canonical nest
+carries for the recognizer, and small questions about C statements (what they read and store,
+their loops' counters and steps).  Every helper builds new nodes or edits a copy the caller owns."""
+
+from __future__ import annotations
+
+import copy
+
+from pycparser import c_ast, c_generator
+
+from kernelfarer.ctype import Scope
+from dataclasses import dataclass, field
+
+_GEN = c_generator.CGenerator()
+
+
+@dataclass(frozen=True)
+class Side:
+    """A statement of the nest independent of its GEMM (`if (dbias) dbias[o] += d;` next to the
+    weight gradient), split off to run in a copy of its loops after the GEMM."""
+
+    loops: tuple[c_ast.For, ...]       # its enclosing loops, outermost first (headers only)
+    statement: c_ast.Node
+
+
+@dataclass
+class Canonical:
+    """The canonical nest and what the recognizer and the call site need to know about it."""
+
+    node: c_ast.For
+    steps: list[str] = field(default_factory=list)     # what was done, for remarks
+    guards: list[tuple[str, str]] = field(default_factory=list)   # (C condition, why)
+    finals: dict[str, str] = field(default_factory=dict)  # variable -> statement giving the
+                                                          # value the original leaves
+    dead: set[str] = field(default_factory=set)         # variables declared outside the nest
+                                                        # whose stores were removed: must be dead
+    zero_skip: list[c_ast.Node] = field(default_factory=list)  # tested elements (b[l][j])
+    load_c_when: str | None = None    # C condition: C's old value is read only when it holds
+    side: list[Side] = field(default_factory=list)   # statements split off (fission)
+
+
+@dataclass(frozen=True)
+class Context:
+    scope: Scope
+    gotos: frozenset[str] = frozenset()        # labels some goto of the function targets
+    functions: frozenset[str] = frozenset()    # functions without side effects
+    min_functions: frozenset[str] = frozenset()  # file functions that return the smaller argument
+
+
+def with_declarations(context: Context, *nodes: c_ast.Node | None) -> Context:
+    """The context with every variable the nest declares (loop counters, temporaries) known by
+    type, for the transforms' type questions (shadowing inside the nest only makes them refuse)."""
+    scope = context.scope.snapshot()
+    scope.push()
+
+    def visit(node: c_ast.Node | None) -> None:
+        if node is None:
+            return
+        if isinstance(node, c_ast.Decl) and node.name and not isinstance(node.type, c_ast.FuncDecl):
+            scope.declare(node)
+        for _, child in node.children():
+            visit(child)
+
+    for node in nodes:
+        visit(node)
+    return Context(scope=scope, gotos=context.gotos, functions=context.functions,
+                   min_functions=context.min_functions)
+
+
+def items_of(node: c_ast.Node | None) -> list[c_ast.Node]:
+    if node is None:
+        return []
+    if isinstance(node, c_ast.Compound):
+        return list(node.block_items or [])
+    return [node]
+
+
+def compound(items: list[c_ast.Node], like: c_ast.Node | None = None) -> c_ast.Compound:
+    return c_ast.Compound(items, coord=getattr(like, "coord", None))
+
+
+def names_in(node: c_ast.Node | None) -> set[str]:
+    if node is None:
+        return set()
+    found = {node.name} if isinstance(node, c_ast.ID) else set()
+    for _, child in node.children():
+        found |= names_in(child)
+    return found
+
+
+def assigned_names(node: c_ast.Node | None) -> set[str]:
+    """Names stored to (plain assignments, compound assignments, ++/--, declarations)."""
+    if node is None:
+        return set()
+    out: set[str] = set()
+    if isinstance(node, c_ast.Assignment) and isinstance(node.lvalue, c_ast.ID):
+        out.add(node.lvalue.name)
+    if isinstance(node, c_ast.UnaryOp) and node.op in ("++", "--", "p++", "p--", "&") \
+            and isinstance(node.expr, c_ast.ID):
+        out.add(node.expr.name)
+    if isinstance(node, c_ast.Decl) and node.name:
+        out.add(node.name)
+    for _, child in node.children():
+        out |= assigned_names(child)
+    return out
+
+
+def stored_arrays(node: c_ast.Node | None) -> set[str]:
+    """Base names of the arrays (or pointers) stored through."""
+    if node is None:
+        return set()
+    out: set[str] = set()
+    target = None
+    if isinstance(node, c_ast.Assignment):
+        target = node.lvalue
+    elif isinstance(node, c_ast.UnaryOp) and node.op in ("++", "--", "p++", "p--"):
+        target = node.expr
+    if target is not None and not isinstance(target, c_ast.ID):
+        base = base_name(target)
+        out.add(base if base is not None else "*")
+    for _, child in node.children():
+        out |= stored_arrays(child)
+    return out
+
+
+def read_arrays(node: c_ast.Node | None) -> set[str]:
+    if node is None:
+        return set()
+    out: set[str] = set()
+    if isinstance(node, (c_ast.ArrayRef,)) or (isinstance(node, c_ast.UnaryOp) and node.op == "*"):
+        base = base_name(node)
+        out.add(base if base is not None else "*")
+    for _, child in node.children():
+        out |= read_arrays(child)
+    return out
+
+
+def base_name(node: c_ast.Node) -> str | None:
+    while True:
+        if isinstance(node, c_ast.ArrayRef):
+            node = node.name
+        elif isinstance(node, c_ast.UnaryOp) and node.op == "*":
+            node = node.expr
+        elif isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-"):
+            left, right = base_name(node.left), base_name(node.right)
+            return left or right
+        elif isinstance(node, c_ast.StructRef):
+            node = node.name
+        elif isinstance(node, c_ast.Cast):
+            node = node.expr
+        elif isinstance(node, c_ast.ID):
+            return node.name
+        else:
+            return None
+
+
+def replace_ids(node: c_ast.Node, name: str, value: c_ast.Node) -> c_ast.Node:
+    """`node` with every read of `name` replaced by a copy of `value` (in place; returns the new
+    root when the root itself is replaced)."""
+    if isinstance(node, c_ast.ID) and node.name == name:
+        return copy.deepcopy(value)
+    for attr in node.__slots__:
+        if attr in ("coord", "__weakref__"):
+            continue
+        child = getattr(node, attr, None)
+        if isinstance(child, c_ast.Node):
+            setattr(node, attr, replace_ids(child, name, value))
+        elif isinstance(child, list):
+            setattr(node, attr, [replace_ids(c, name, value) if isinstance(c, c_ast.Node)
+                                 else c for c in child])
+    return node
+
+
+def is_var(node: c_ast.Node, name: str) -> bool:
+    return isinstance(node, c_ast.ID) and node.name == name
+
+
+def const_int(node: c_ast.Node | None) -> int | None:
+    if isinstance(node, c_ast.Constant) and node.type == "int":
+        try:
+            return int(node.value.rstrip("uUlL"), 0)
+        except ValueError:
+            return None
+    if isinstance(node, c_ast.UnaryOp) and node.op == "-":
+        inner = const_int(node.expr)
+        return None if inner is None else -inner
+    return None
+
+
+def step_of(node: c_ast.For | None, var: str) -> int | None:
+    """The constant step of `var` in a for's increment (+1, -1, +4 ...), or None."""
+    step = node.next if isinstance(node, c_ast.For) else node
+    if isinstance(step, c_ast.UnaryOp) and is_var(step.expr, var):
+        return {"p++": 1, "++": 1, "p--": -1, "--": -1}.get(step.op)
+    if isinstance(step, c_ast.Assignment) and is_var(step.lvalue, var):
+        value = const_int(step.rvalue)
+        if step.op in ("+=", "-=") and value is not None:
+            return value if step.op == "+=" else -value
+        rv = step.rvalue
+        if step.op == "=" and isinstance(rv, c_ast.BinaryOp) and rv.op in ("+", "-"):
+            if is_var(rv.left, var) and const_int(rv.right) is not None:
+                return const_int(rv.right) * (1 if rv.op == "+" else -1)
+            if rv.op == "+" and is_var(rv.right, var) and const_int(rv.left) is not None:
+                return const_int(rv.left)
+    return None
+
+
+def init_var(node: c_ast.For) -> tuple[str, c_ast.Node] | None:
+    init = node.init
+    if isinstance(init, c_ast.DeclList) and len(init.decls) == 1 and init.decls[0].init is not None:
+        return init.decls[0].name, init.decls[0].init
+    if isinstance(init, c_ast.Assignment) and init.op == "=" and isinstance(init.lvalue, c_ast.ID):
+        return init.lvalue.name, init.rvalue
+    return None
+
+
+def loop_var(node: c_ast.For) -> str | None:
+    found = init_var(node)
+    if found:
+        return found[0]
+    step = node.next
+    target = step.lvalue if isinstance(step, c_ast.Assignment) else \
+        step.expr if isinstance(step, c_ast.UnaryOp) else None
+    if isinstance(target, c_ast.ID) and step_of(node, target.name) is not None:
+        return target.name
+    return None
+
+
+def loop_vars(node: c_ast.Node) -> set[str]:
+    out = set()
+    if isinstance(node, c_ast.For):
+        var = loop_var(node)
+        if var:
+            out.add(var)
+    for _, child in node.children():
+        out |= loop_vars(child)
+    return out
+
+
+def increments(stmt: c_ast.Node, var: str) -> bool:
+    return step_of(stmt, var) == 1
+
+
+def has_continue(node: c_ast.Node) -> bool:
+    """A `continue` that belongs to this loop (not to a loop nested in it)."""
+    if isinstance(node, c_ast.Continue):
+        return True
+    if isinstance(node, (c_ast.For, c_ast.While, c_ast.DoWhile)):
+        return False
+    return any(has_continue(child) for _, child in node.children())
+
+
+def side_effect_free(node: c_ast.Node, functions: frozenset[str]) -> bool:
+    """No side effects: no assignment, ++/--, or call of a function not known to be pure."""
+    if isinstance(node, (c_ast.Assignment,)):
+        return False
+    if isinstance(node, c_ast.UnaryOp) and node.op in ("++", "--", "p++", "p--"):
+        return False
+    if isinstance(node, c_ast.FuncCall):
+        if _GEN.visit(node.name) not in functions:
+            return False
+    return all(side_effect_free(child, functions) for _, child in node.children())
+
+
+def outer_loops(node: c_ast.Node) -> list[c_ast.For]:
+    """The for loops in `node` that are not inside another for loop of `node`."""
+    if isinstance(node, c_ast.For):
+        return [node]
+    out: list[c_ast.For] = []
+    for _, child in node.children():
+        out += outer_loops(child)
+    return out
+
+
+def nest_loops(node: c_ast.Node) -> list[c_ast.For]:
+    """The for loops of the nest, outermost first (loops inside loops' bodies)."""
+    out = []
+    if isinstance(node, c_ast.For):
+        out.append(node)
+        for item in items_of(node.stmt):
+            out += nest_loops(item)
+    elif isinstance(node, (c_ast.Compound, c_ast.If, c_ast.Label)):
+        for _, child in node.children():
+            out += nest_loops(child)
+    return out
+
+
+def terms_of(node: c_ast.Node, sign: int = 1) -> list[tuple[int, c_ast.Node]]:
+    if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-"):
+        return terms_of(node.left, sign) + terms_of(node.right, sign if node.op == "+" else -sign)
+    return [(sign, node)]
+
+
+def sum_of(terms: list[tuple[int, c_ast.Node]]) -> c_ast.Node:
+    if not terms:
+        return c_ast.Constant("int", "0")
+    sign, first = terms[0]
+    out = first if sign > 0 else c_ast.UnaryOp("-", first)
+    for sign, term in terms[1:]:
+        out = c_ast.BinaryOp("+" if sign > 0 else "-", out, term)
+    return out
+
+
+def single(node: c_ast.Node | None) -> c_ast.Node | None:
+    items = items_of(node)
+    return items[0] if len(items) == 1 else None
+
+
+def walk(node: c_ast.Node):
+    yield node
+    for _, child in node.children():
+        yield from walk(child)
+
+
+def is_zero(node: c_ast.Node) -> bool:
+    if isinstance(node, c_ast.Constant):
+        try:
+            return float(node.value.lower().rstrip("fl").rstrip("u")) == 0.0
+        except ValueError:
+            return False
+    return False
+
+
+def is_one(node: c_ast.Node) -> bool:
+    if isinstance(node, c_ast.Constant):
+        try:
+            return float(node.value.lower().rstrip("fl").rstrip("u")) == 1.0
+        except ValueError:
+            return False
+    return False

@@ -1,0 +1,516 @@
+"""Canonicalization of a nest's loops (see canonical.py): counted while loops, labels, pointer
+subscripts, != and decrementing loops, hand tiling, hand unrolling, and collapsing b*T + t."""
+
+from __future__ import annotations
+
+import copy
+
+from pycparser import c_ast, c_generator
+
+from kernelfarer import ctype
+from kernelfarer.ctype import Scope
+
+from kernelfarer.canon_base import (
+    Canonical, Context, items_of, compound, names_in, assigned_names, replace_ids, is_var,
+    const_int, step_of, init_var, loop_var, loop_vars, increments, has_continue, side_effect_free,
+    outer_loops, nest_loops, terms_of, sum_of, single, walk)
+
+_GEN = c_generator.CGenerator()
+
+
+def while_to_for(node: c_ast.While, init: c_ast.Node | None, canon: Canonical,
+                  root: bool = False) -> c_ast.For | None:
+    """`v = lo; while (v < hi) { ...; v++; }` as `for (v = lo; v < hi; v++) { ... }`."""
+    cond = node.cond
+    if not isinstance(cond, c_ast.BinaryOp):
+        return None
+    var = None
+    if isinstance(cond.left, c_ast.ID) and cond.op in ("<", "<=", "!="):
+        var = cond.left.name
+    elif isinstance(cond.right, c_ast.ID) and cond.op in (">", ">=", "!="):
+        var = cond.right.name
+    if var is None:
+        return None
+    items = items_of(node.stmt)
+    if not items or not increments(items[-1], var):
+        return None
+    body = items[:-1]
+    if var in assigned_names(compound(body)) or has_continue(compound(body)):
+        return None
+    if isinstance(init, c_ast.Assignment) and init.op == "=" and is_var(init.lvalue, var):
+        start = init.rvalue
+    elif isinstance(init, c_ast.Decl) and init.name == var and init.init is not None:
+        start = init.init
+    else:
+        return None
+    if var in names_in(start) or not side_effect_free(start, frozenset()):
+        return None
+    head = c_ast.Assignment("=", c_ast.ID(var), copy.deepcopy(start))
+    canon.steps.append(f"the while loop over '{var}' as a counted for loop")
+    return c_ast.For(head, cond, c_ast.UnaryOp("p++", c_ast.ID(var)), compound(body, node.stmt),
+                     coord=node.coord)
+
+
+def walk_blocks(node: c_ast.Node, canon: Canonical, context: Context) -> c_ast.Node:
+    """Counted while loops inside the nest, with their counter's initialization right before them
+    in the same block (a declaration moves into the for when nothing after the loop uses it)."""
+    if not isinstance(node, c_ast.For):
+        return node
+    items = items_of(node.stmt)
+    out: list[c_ast.Node] = []
+    changed = False
+    for index, item in enumerate(items):
+        if isinstance(item, c_ast.While) and out:
+            init = out[-1]
+            after = compound(items[index + 1:])
+            converted = while_to_for(item, init, canon)
+            if converted is not None and isinstance(init, c_ast.Decl):
+                if init.name in names_in(after):
+                    converted = None
+                else:
+                    decl = copy.deepcopy(init)
+                    converted.init = c_ast.DeclList([decl])
+            if converted is not None:
+                out[-1] = converted
+                changed = True
+                continue
+        out.append(item)
+    if changed:
+        node.stmt = compound(out, node.stmt)
+    for item in items_of(node.stmt):
+        for loop in outer_loops(item):
+            walk_blocks(loop, canon, context)
+    return node
+
+
+def strip_labels(node: c_ast.Node, context: Context) -> c_ast.Node:
+    if isinstance(node, c_ast.Label) and node.name not in context.gotos:
+        return strip_labels(node.stmt, context)
+    for attr in node.__slots__:
+        child = getattr(node, attr, None)
+        if isinstance(child, c_ast.Node):
+            setattr(node, attr, strip_labels(child, context))
+        elif isinstance(child, list):
+            setattr(node, attr, [strip_labels(c, context) if isinstance(c, c_ast.Node) else c
+                                 for c in child])
+    return node
+
+
+def _pointer_type(node: c_ast.Node, scope: Scope):
+    """The pointer or array type of an expression, when it has one we can tell."""
+    if isinstance(node, c_ast.ArrayRef):
+        base = _pointer_type(node.name, scope)
+        inner = ctype.element(base) if base is not None else None
+        return inner if isinstance(inner, (ctype.Pointer, ctype.Array)) else None
+    if isinstance(node, c_ast.Cast):
+        t = ctype.resolve(node.to_type, scope.typedefs)
+        return t if isinstance(t, (ctype.Pointer, ctype.Array)) else None
+    t = scope.type_of_expr(node)
+    return t if isinstance(t, (ctype.Pointer, ctype.Array)) else None
+
+
+def pointer_subscripts(node: c_ast.Node, scope: Scope) -> c_ast.Node:
+    for attr in node.__slots__:
+        child = getattr(node, attr, None)
+        if isinstance(child, c_ast.Node):
+            setattr(node, attr, pointer_subscripts(child, scope))
+        elif isinstance(child, list):
+            setattr(node, attr, [pointer_subscripts(c, scope) if isinstance(c, c_ast.Node)
+                                 else c for c in child])
+    if isinstance(node, c_ast.UnaryOp) and node.op == "*" and \
+            isinstance(node.expr, c_ast.BinaryOp):       # a bare *p is a scalar read: left as is
+        terms = terms_of(node.expr)
+        pointers = [(s, t) for s, t in terms if _pointer_type(t, scope) is not None]
+        if len(pointers) == 1 and pointers[0][0] > 0:
+            rest = [(s, t) for s, t in terms if t is not pointers[0][1]]
+            return c_ast.ArrayRef(pointers[0][1], sum_of(rest), coord=node.coord)
+    return node
+
+
+def normalize_loops(node: c_ast.Node, canon: Canonical, nest_vars: set[str]) -> None:
+    for loop in nest_loops(node):
+        _normalize_loop(loop, canon, nest_vars)
+
+
+def _normalize_loop(loop: c_ast.For, canon: Canonical, nest_vars: set[str]) -> None:
+    found = init_var(loop)
+    cond = loop.cond
+    if found is None or not isinstance(cond, c_ast.BinaryOp):
+        return
+    var, start = found
+    step = step_of(loop, var)
+    if is_var(cond.right, var) and not is_var(cond.left, var):
+        flipped = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "!=": "!="}.get(cond.op)
+        if flipped is None:
+            return
+        cond = c_ast.BinaryOp(flipped, cond.right, cond.left)
+    if not is_var(cond.left, var):
+        return
+    bound = cond.right
+    if (names_in(start) | names_in(bound)) & (nest_vars - {var}):
+        return                         # triangular: the recognizer says so
+    if step == 1 and cond.op == "!=":
+        loop.cond = c_ast.BinaryOp("<", c_ast.ID(var), bound)
+        canon.guards.append((f"({_GEN.visit(start)}) <= ({_GEN.visit(bound)})",
+                             f"'{var}' reaches {_GEN.visit(bound)} counting up (the != loop ends)"))
+        canon.steps.append(f"the loop '{var} != {_GEN.visit(bound)}' as '{var} < ...'")
+        return
+    if step == -1 and cond.op in (">=", ">"):
+        low = bound if cond.op == ">=" else c_ast.BinaryOp("+", bound, c_ast.Constant("int", "1"))
+        if isinstance(loop.init, c_ast.DeclList):
+            decl = copy.deepcopy(loop.init.decls[0])
+            decl.init = low
+            loop.init = c_ast.DeclList([decl])
+        else:
+            loop.init = c_ast.Assignment("=", c_ast.ID(var), low)
+            canon.finals[var] = (f"{var} = ({_GEN.visit(bound)}){' - 1' if cond.op == '>=' else ''};")
+        loop.cond = c_ast.BinaryOp("<=", c_ast.ID(var), start)
+        loop.next = c_ast.UnaryOp("p++", c_ast.ID(var))
+        canon.steps.append(f"the decrementing loop over '{var}' counted up (same values)")
+
+
+def _min_args(node: c_ast.Node, context: Context) -> tuple[c_ast.Node, c_ast.Node] | None:
+    """(x, y) of min(x, y) spelled as a conditional or a call of a file function that is one."""
+    if isinstance(node, c_ast.TernaryOp) and isinstance(node.cond, c_ast.BinaryOp):
+        c = node.cond
+        t, f = _GEN.visit(node.iftrue), _GEN.visit(node.iffalse)
+        left, right = _GEN.visit(c.left), _GEN.visit(c.right)
+        if c.op in ("<", "<=") and (t, f) == (left, right):
+            return node.iftrue, node.iffalse
+        if c.op in (">", ">=") and (t, f) == (right, left):
+            return node.iftrue, node.iffalse
+    if isinstance(node, c_ast.FuncCall) and node.args is not None and len(node.args.exprs) == 2:
+        if _GEN.visit(node.name) in context.min_functions:
+            return node.args.exprs[0], node.args.exprs[1]
+    return None
+
+
+def min_functions(ast: c_ast.FileAST) -> frozenset[str]:
+    """File functions of two integer parameters whose body is `return a < b ? a : b;` (or the
+    same with <=, >, >=): what hand-tiled code calls to clamp a tile."""
+    out = set()
+    for ext in ast.ext:
+        if not isinstance(ext, c_ast.FuncDef):
+            continue
+        params = getattr(ext.decl.type.args, "params", None) or []
+        items = ext.body.block_items or []
+        if len(params) != 2 or len(items) != 1 or not isinstance(items[0], c_ast.Return):
+            continue
+        names = [getattr(p, "name", None) for p in params]
+        expr = items[0].expr
+        if not isinstance(expr, c_ast.TernaryOp) or not isinstance(expr.cond, c_ast.BinaryOp):
+            continue
+        c, t, f = expr.cond, _GEN.visit(expr.iftrue), _GEN.visit(expr.iffalse)
+        left, right = _GEN.visit(c.left), _GEN.visit(c.right)
+        if {left, right} != set(names):
+            continue
+        if (c.op in ("<", "<=") and (t, f) == (left, right)) or \
+                (c.op in (">", ">=") and (t, f) == (right, left)):
+            out.add(ext.decl.name)
+    return frozenset(out)
+
+
+def _perfect_chain(node: c_ast.For) -> list[c_ast.For]:
+    chain = [node]
+    while True:
+        items = [i for i in items_of(chain[-1].stmt) if not isinstance(i, c_ast.Pragma)]
+        if len(items) == 1 and isinstance(items[0], c_ast.For):
+            chain.append(items[0])
+        else:
+            return chain
+
+
+def detile(node: c_ast.For, canon: Canonical, context: Context) -> c_ast.For | None:
+    """for ii (step T) ... for i in [ii, min(ii + T, hi)) ...  ->  for i in [lo, hi)."""
+    chain = _perfect_chain(node)
+    if len(chain) < 4:
+        return None
+    tiles: dict[str, tuple[c_ast.Node, c_ast.Node, str]] = {}   # var -> (lo, hi, step text)
+    points: list[tuple[c_ast.For, str, str]] = []               # (loop, var, tile var)
+    plain: list[c_ast.For] = []
+    for loop in chain:
+        found = init_var(loop)
+        if found is None or not isinstance(loop.cond, c_ast.BinaryOp):
+            return None
+        var, start = found
+        if not isinstance(loop.init, c_ast.DeclList):
+            return None                 # tile and point variables must not outlive the nest
+        step = loop.next
+        cond = loop.cond
+        if isinstance(step, c_ast.Assignment) and step.op == "+=" and is_var(step.lvalue, var) \
+                and is_var(cond.left, var) and cond.op == "<" and step_of(loop, var) != 1:
+            tiles[var] = (start, cond.right, _GEN.visit(step.rvalue))
+            continue
+        if step_of(loop, var) != 1 or not isinstance(start, c_ast.ID) or start.name not in tiles:
+            if step_of(loop, var) == 1:
+                plain.append(loop)
+                points.append((loop, var, ""))
+                continue
+            return None
+        tile = start.name
+        lo, hi, size = tiles[tile]
+        upper = None
+        if is_var(cond.left, var) and cond.op == "<":
+            args = _min_args(cond.right, context)
+            if args is not None:
+                upper = args
+        elif isinstance(cond, c_ast.BinaryOp) and cond.op == "&&":
+            a, b = cond.left, cond.right
+            if all(isinstance(x, c_ast.BinaryOp) and x.op == "<" and is_var(x.left, var)
+                   for x in (a, b)):
+                upper = (a.right, b.right)
+        if upper is None:
+            return None
+        texts = sorted((_GEN.visit(u) for u in upper), key=lambda t: t != _GEN.visit(hi))
+        if texts[0] != _GEN.visit(hi) or texts[1] not in (f"{tile} + {size}", f"{size} + {tile}"):
+            return None
+        points.append((loop, var, tile))
+    used = [tile for _, _, tile in points if tile]
+    if sorted(used) != sorted(tiles) or len(points) < 3 or len(used) != len(set(used)):
+        return None
+    body = chain[-1].stmt
+    if names_in(body) & set(tiles):
+        return None
+    # the point loops, innermost last, over the tiles' whole ranges
+    rebuilt = copy.deepcopy(body)
+    for loop, var, tile in reversed(points):
+        if tile:
+            lo, hi, _ = tiles[tile]
+            decl = copy.deepcopy(loop.init.decls[0])
+            decl.init = copy.deepcopy(lo)
+            new = c_ast.For(c_ast.DeclList([decl]), c_ast.BinaryOp("<", c_ast.ID(var),
+                                                                   copy.deepcopy(hi)),
+                            c_ast.UnaryOp("p++", c_ast.ID(var)), rebuilt, coord=loop.coord)
+        else:
+            new = c_ast.For(loop.init, loop.cond, loop.next, rebuilt, coord=loop.coord)
+        rebuilt = new
+    canon.steps.append(f"the hand-tiled nest ({len(chain)} loops) de-tiled")
+    return rebuilt
+
+
+def reroll_blocks(node: c_ast.Node, canon: Canonical, context: Context) -> None:
+    for loop in nest_loops(node):
+        items = items_of(loop.stmt)
+        for i in range(len(items) - 1):
+            first, second = items[i], items[i + 1]
+            if isinstance(first, c_ast.For) and isinstance(second, c_ast.For):
+                prev = items[i - 1] if i > 0 else None
+                merged = _reroll(first, second, prev, compound(items[i + 2:]), context)
+                if merged is not None:
+                    rerolled, drop_prev = merged
+                    start = i - 1 if drop_prev else i
+                    loop.stmt = compound(items[:start] + [rerolled] + items[i + 2:], loop.stmt)
+                    canon.steps.append(f"the loop over '{loop_var(rerolled)}' unrolled by hand "
+                                       "re-rolled with its remainder loop")
+                    return reroll_blocks(node, canon, context)
+
+
+def _reroll(main: c_ast.For, rest: c_ast.For, prev: c_ast.Node | None, after: c_ast.Node,
+            context: Context):
+    """(the re-rolled loop, whether `prev` was its initialization) or None."""
+    var = loop_var(main)
+    if var is None or loop_var(rest) != var:
+        return None
+    unroll = step_of(main, var)
+    if unroll is None or not 2 <= unroll <= 16 or step_of(rest, var) != 1:
+        return None
+    if rest.init is not None or not isinstance(rest.cond, c_ast.BinaryOp) or \
+            rest.cond.op != "<" or not is_var(rest.cond.left, var):
+        return None
+    bound = _GEN.visit(rest.cond.right)
+    if not _main_bound_ok(main.cond, var, bound, unroll):
+        return None
+    body = items_of(rest.stmt)
+    main_body = items_of(main.stmt)
+    if not body:
+        return None
+    if len(main_body) == unroll * len(body):
+        for r in range(unroll):
+            for s, stmt in enumerate(body):
+                if not _same_shifted(main_body[r * len(body) + s], stmt, var, r, context):
+                    return None
+    elif len(body) == 1 and len(main_body) == 1 and _sum_shifted(main_body[0], body[0], var,
+                                                                  unroll, context):
+        pass
+    else:
+        return None
+    init = main.init
+    drop_prev = False
+    if init is None:
+        if isinstance(prev, c_ast.Assignment) and prev.op == "=" and is_var(prev.lvalue, var):
+            init, drop_prev = copy.deepcopy(prev), True
+        elif isinstance(prev, c_ast.Decl) and prev.name == var and prev.init is not None:
+            if var in names_in(after):
+                return None     # declared in the block and used after the loops
+            init, drop_prev = c_ast.DeclList([copy.deepcopy(prev)]), True
+        else:
+            return None
+    return c_ast.For(init, copy.deepcopy(rest.cond), c_ast.UnaryOp("p++", c_ast.ID(var)),
+                     copy.deepcopy(rest.stmt), coord=main.coord), drop_prev
+
+
+def _main_bound_ok(cond: c_ast.Node, var: str, bound: str, unroll: int) -> bool:
+    """The unrolled loop's condition keeps var + unroll - 1 < bound."""
+    if not isinstance(cond, c_ast.BinaryOp):
+        return False
+    left, right = cond.left, cond.right
+    if cond.op in ("<", "<=") and isinstance(left, c_ast.BinaryOp) and left.op == "+" \
+            and is_var(left.left, var) and _GEN.visit(right) == bound:
+        c = const_int(left.right)
+        return c is not None and (c >= unroll - 1 if cond.op == "<" else c >= unroll)
+    if cond.op in ("<", "<=") and is_var(left, var) and isinstance(right, c_ast.BinaryOp) \
+            and right.op == "-" and _GEN.visit(right.left) == bound:
+        c = const_int(right.right)
+        return c is not None and (c >= unroll - 1 if cond.op == "<" else c >= unroll)
+    return False
+
+
+def _shifted(node: c_ast.Node, var: str, r: int) -> c_ast.Node:
+    value = c_ast.BinaryOp("+", c_ast.ID(var), c_ast.Constant("int", str(r))) if r else c_ast.ID(var)
+    return replace_ids(copy.deepcopy(node), var, value)
+
+
+def _same_shifted(candidate: c_ast.Node, template: c_ast.Node, var: str, r: int,
+                  context: Context) -> bool:
+    return _equivalent(candidate, _shifted(template, var, r), context)
+
+
+def _sum_shifted(candidate: c_ast.Node, template: c_ast.Node, var: str, unroll: int,
+                 context: Context) -> bool:
+    """`x += E(v) + E(v+1) + ... + E(v+u-1)` against the remainder's `x += E(v)`."""
+    if not (isinstance(candidate, c_ast.Assignment) and isinstance(template, c_ast.Assignment)
+            and candidate.op == template.op == "+="
+            and _GEN.visit(candidate.lvalue) == _GEN.visit(template.lvalue)):
+        return False
+    terms = terms_of(candidate.rvalue)
+    if len(terms) != unroll or any(sign < 0 for sign, _ in terms):
+        return False
+    return all(_equivalent(term, _shifted(template.rvalue, var, r), context)
+               for r, (_, term) in enumerate(terms))
+
+
+def _equivalent(a: c_ast.Node, b: c_ast.Node, context: Context) -> bool:
+    """Structurally equal, array subscripts compared as affine forms (k + 1 and 1 + k alike)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, c_ast.ArrayRef):
+        return _equivalent(a.name, b.name, context) and _same_affine(a.subscript, b.subscript,
+                                                                     context)
+    if isinstance(a, (c_ast.ID, c_ast.Constant)):
+        return _GEN.visit(a) == _GEN.visit(b)
+    if hasattr(a, "op") and getattr(a, "op") != getattr(b, "op"):
+        return False
+    children_a = [c for _, c in a.children()]
+    children_b = [c for _, c in b.children()]
+    if len(children_a) != len(children_b):
+        return False
+    if not children_a:
+        return _GEN.visit(a) == _GEN.visit(b)
+    return all(_equivalent(x, y, context) for x, y in zip(children_a, children_b))
+
+
+def _same_affine(a: c_ast.Node, b: c_ast.Node, context: Context) -> bool:
+    from kernelfarer.affine import IndexConverter, NotAffine
+    names = sorted(names_in(a) | names_in(b))
+    try:
+        conv = IndexConverter(context.scope, names)
+        return conv.convert(a) == conv.convert(b)
+    except (NotAffine, Exception):       # noqa: BLE001 - anything not affine is not the same
+        return _GEN.visit(a) == _GEN.visit(b)
+
+
+def collapse_anywhere(root: c_ast.For, canon: Canonical, context: Context) -> c_ast.For:
+    """Collapse the first pair of perfectly nested loops (outermost first) that `_collapse` takes,
+    in a nest of four or more loops."""
+    if _depth_loops(root) < 4:
+        return root
+    parent, loop = None, root
+    while isinstance(loop, c_ast.For):
+        collapsed = _collapse(loop, canon, context)
+        if collapsed is not None:
+            if parent is None:
+                return collapsed
+            parent.stmt = compound([collapsed], parent.stmt)
+            return root
+        parent, loop = loop, single(loop.stmt)
+    return root
+
+
+def _collapse(node: c_ast.For, canon: Canonical, context: Context) -> c_ast.For | None:
+    """`for b for t { ... X[b*T*c + t*c + e] ... }` with t running over [0, T) and every use of b
+    and t in such a flat subscript (b's coefficient T times t's): one loop over b*T + t."""
+    from kernelfarer.affine import IndexConverter, NotAffine, Poly
+    inner = single(node.stmt)
+    if not isinstance(inner, c_ast.For):
+        return None
+    outer_head, inner_head = init_var(node), init_var(inner)
+    if outer_head is None or inner_head is None:
+        return None
+    b, b_lo = outer_head
+    t, t_lo = inner_head
+    if step_of(node, b) != 1 or step_of(inner, t) != 1 or not const_int(b_lo) == 0 or \
+            not const_int(t_lo) == 0:
+        return None
+    if not (isinstance(node.init, c_ast.DeclList) and isinstance(inner.init, c_ast.DeclList)):
+        return None
+    b_hi, t_hi = _upper(node, b), _upper(inner, t)
+    if b_hi is None or t_hi is None or (names_in(b_hi) | names_in(t_hi)) & {b, t}:
+        return None
+    body = inner.stmt
+    if {b, t} & assigned_names(body):
+        return None
+    iterators = sorted(loop_vars(body) | {b, t})
+    conv = IndexConverter(context.scope, iterators)
+    try:
+        extent = conv.convert(t_hi)
+    except NotAffine:
+        return None
+    uses = [0]
+
+    def check(n: c_ast.Node) -> bool:
+        if isinstance(n, c_ast.ArrayRef) and (names_in(n.subscript) & {b, t}):
+            try:
+                coeffs, _ = conv.convert(n.subscript).split(iterators)
+            except NotAffine:
+                return False
+            cb, ct = coeffs.get(b, Poly.const(0)), coeffs.get(t, Poly.const(0))
+            if cb != extent * ct or ct == Poly.const(0):
+                return False
+            uses[0] += len([x for x in walk(n.subscript) if is_var(x, b) or is_var(x, t)])
+            return check(n.name)
+        return all(check(c) for _, c in n.children())
+
+    if not check(body):
+        return None
+    occurrences = len([x for x in walk(body) if is_var(x, b) or is_var(x, t)])
+    if occurrences != uses[0]:
+        return None                      # b or t used outside such a subscript
+    fused = f"{b}_{t}"
+    while fused in names_in(node) or context.scope.lookup(fused) is not None:
+        fused += "_"
+    new_body = replace_ids(replace_ids(copy.deepcopy(body), b, c_ast.Constant("int", "0")),
+                            t, c_ast.ID(fused))
+    decl = copy.deepcopy(node.init.decls[0])
+    decl.name = fused
+    decl.type.declname = fused
+    decl.init = c_ast.Constant("int", "0")
+    total = c_ast.BinaryOp("*", copy.deepcopy(b_hi), copy.deepcopy(t_hi))
+    canon.steps.append(f"the loops over '{b}' and '{t}' collapsed into one over {b}*{_GEN.visit(t_hi)} + {t}")
+    canon.guards.append((f"({_GEN.visit(b_hi)}) <= 0 || ({_GEN.visit(t_hi)}) <= 0 || "
+                         f"(kf_index)({_GEN.visit(b_hi)}) * (kf_index)({_GEN.visit(t_hi)}) <= "
+                         "2147483647",
+                         f"{_GEN.visit(b_hi)} * {_GEN.visit(t_hi)} fits an int"))
+    return c_ast.For(c_ast.DeclList([decl]), c_ast.BinaryOp("<", c_ast.ID(fused), total),
+                     c_ast.UnaryOp("p++", c_ast.ID(fused)), new_body, coord=node.coord)
+
+
+def _upper(loop: c_ast.For, var: str) -> c_ast.Node | None:
+    cond = loop.cond
+    if isinstance(cond, c_ast.BinaryOp) and cond.op == "<" and is_var(cond.left, var):
+        return cond.right
+    return None
+
+
+def _depth_loops(node: c_ast.Node) -> int:
+    inner = max((_depth_loops(c) for _, c in node.children()), default=0)
+    return inner + (1 if isinstance(node, c_ast.For) else 0)
