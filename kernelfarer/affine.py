@@ -292,4 +292,6 @@ def _describe(node: c_ast.Node) -> str:
         return "struct member"
     if isinstance(node, c_ast.TernaryOp):
         return "conditional expression"
+    if isinstance(node, c_ast.Compound):
+        return "statement expression"
     return type(node).__name__

@@ -13,7 +13,8 @@ its own line numbers; ``-iquote <source dir>`` keeps quoted includes resolving a
 dependency file's mention of the temporary file is replaced by the user's path.
 
 It must never be the reason a build fails: whatever goes wrong on our side, the original command
-runs unchanged (after one ``kernelfarer-cc: warning: ...; compiled unchanged`` line on stderr), and
+runs unchanged (after one ``file:line:col: kernelfarer-cc: warning: ...; compiled unchanged`` line on
+stderr), and
 the real compiler's exit code is the exit code.  The wrapper writes nothing on stdout.
 """
 
@@ -42,9 +43,12 @@ def _say(message: str) -> None:
     sys.stderr.flush()
 
 
-def _warn(path: str | None, why: str) -> None:
+def _warn(where: str | None, why: str) -> None:
+    """One line, compiler style: ``file[:line:col]: kernelfarer-cc: warning: why; compiled
+    unchanged``."""
     why = " ".join(why.split())
-    _say(f"warning: {path + ': ' if path else ''}{why}; compiled unchanged")
+    sys.stderr.write(f"{where + ': ' if where else ''}{PROG}: warning: {why}; compiled unchanged\n")
+    sys.stderr.flush()
 
 
 def _env_on(name: str) -> bool:
@@ -143,6 +147,7 @@ class Outcome:
     """What the rewriter made of one source (plain data: the parent never imports the rewriter)."""
     path: str
     error: str | None = None
+    where: str | None = None             # the error's file:line:col, when it has one
     compile_text: str | None = None      # None: nothing was replaced
     remarks: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -156,8 +161,8 @@ def _rewrite_one(path: str, cppflags: tuple[str, ...], target: str) -> Outcome:
     try:
         result = rewrite_file(path, RewriteOptions(target=target, cppflags=cppflags, verify=False))
     except KernelfarerError as exc:
-        where = f" at {exc.location}" if exc.location is not None else ""
-        return Outcome(path, error=exc.message + where)
+        return Outcome(path, error=exc.message,
+                       where=str(exc.location) if exc.location is not None else None)
     outcome = Outcome(path, remarks=[r.message() for r in result.remarks], notes=list(result.notes),
                       nests=[r.to_json() for r in result.remarks])
     if result.edits:
@@ -341,7 +346,7 @@ class Job:
         chosen = []
         for src, outcome in zip(todo, outcomes):
             if outcome.error is not None:
-                _warn(src.path, outcome.error)
+                _warn(outcome.where or src.path, outcome.error)
                 self._report(outcome, rewritten=False, fallback=outcome.error)
                 continue
             if self.remarks:
@@ -361,9 +366,13 @@ class Job:
         key = os.path.abspath(outcome.path) + "\0" + os.path.abspath(self.cmd.output or "")
         digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:12]
         name = os.path.join(self.report_dir, f"{os.path.basename(outcome.path)}.{digest}.json")
+        nests = outcome.nests
+        if not rewritten:      # "replaced" means replaced in what was compiled
+            why = fallback or "the file was compiled unchanged"
+            nests = [dict(n, replaced=False, reason=n.get("reason") or why) for n in nests]
         report = {"file": outcome.path, "output": self.cmd.output, "compiler": self.inv.compiler,
                   "rewritten": rewritten, "fallback": fallback, "notes": outcome.notes,
-                  "nests": outcome.nests}
+                  "nests": nests}
         os.makedirs(self.report_dir, exist_ok=True)
         tmp = f"{name}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
@@ -388,6 +397,11 @@ class Job:
                 path = os.path.join(tmp, str(k), os.path.basename(src.path))
                 with open(path, "wb") as f:
                     f.write(outcome.compile_text.encode("utf-8", errors="surrogateescape"))
+                try:       # __TIMESTAMP__ gives the source's time, as in the plain build
+                    info = os.stat(src.path)
+                    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+                except OSError:
+                    pass
                 args[src.index] = path
                 temps.append((path, src.path))
                 directory = os.path.dirname(src.path) or "."

@@ -138,15 +138,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KernelfarerError as exc:
         print(f"kernelfarer: {exc}" if exc.location is None else str(exc), file=sys.stderr)
         return EXIT_INTERNAL if exc.message.startswith("internal error") else EXIT_ERROR
+    except BrokenPipeError:          # `kernelfarer explain f.c | head`: the reader has enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 def _emit_remarks(result: RewriteResult, enabled: bool) -> None:
-    if not enabled:
-        return
-    for note in result.notes:
-        print(f"kernelfarer: {note}", file=sys.stderr)
+    """Remarks when asked for; a function the analysis had to leave out, always."""
+    if enabled:
+        for note in result.notes:
+            print(f"kernelfarer: {note}", file=sys.stderr)
     for remark in result.remarks:
-        print(remark.message(), file=sys.stderr)
+        if enabled or remark.kind == "function":
+            print(remark.message(), file=sys.stderr)
 
 
 def _explain(result: RewriteResult) -> None:

@@ -11,8 +11,10 @@ class SourceLocation:
     line: int
     column: int
 
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.column}"
+    def __str__(self) -> str:          # line or column 0: not known
+        if self.line <= 0:
+            return self.file
+        return f"{self.file}:{self.line}" + (f":{self.column}" if self.column > 0 else "")
 
 
 class KernelfarerError(Exception):
@@ -33,7 +35,7 @@ class Remark:
     """What kernelfarer decided about one loop nest."""
 
     location: SourceLocation
-    kind: str            # "gemm" when recognized, otherwise "loop-nest"
+    kind: str            # "gemm" when recognized, "function" for one left out, else "loop-nest"
     replaced: bool
     reason: str          # why it was not replaced ("" when replaced)
     details: tuple[tuple[str, object], ...] = ()   # extra report fields (sizes, layouts, kernel)
@@ -47,6 +49,8 @@ class Remark:
             return (f"{self.location}: remark: replaced {d['dtype']} GEMM {d['description']} "
                     f"({d['sizes']}; {d['layouts']}) with kernel {d['kernel']}"
                     f" [{blocks}; {guards} run-time check{'s' if guards != 1 else ''}]")
+        if self.kind == "function":     # code left out of the analysis: said even unasked
+            return f"{self.location}: warning: {self.reason}"
         return f"{self.location}: remark: not replaced: {self.reason}"
 
     def to_json(self) -> dict:

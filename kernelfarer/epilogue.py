@@ -68,6 +68,9 @@ def pure_functions(ast: c_ast.FileAST) -> frozenset[str]:
                 except NotGemm as exc:
                     why[name] = str(exc)
                     continue
+                except RecursionError:
+                    why[name] = "its expression is nested too deeply to analyse"
+                    continue
                 memory = [r for r in reads if _base_name(r) not in tables]
                 if memory:
                     why[name] = f"it reads '{_GEN.visit(memory[0])}', memory the nest may write"

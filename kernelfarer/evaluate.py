@@ -21,6 +21,12 @@ from kernelfarer.targets import DType
 _GEN = c_generator.CGenerator()
 
 
+def _one_line(node: c_ast.Node, limit: int = 60) -> str:
+    """An expression as a remark quotes it: one line, long ones cut short."""
+    text = " ".join(_GEN.visit(node).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 Lin = dict  # basis name -> Poly coefficient over scalar symbols
 
 
@@ -110,7 +116,7 @@ class Evaluator:
             raise NotGemm(f"call to '{name}' in the loop body")
         if isinstance(node, c_ast.TernaryOp):
             raise NotGemm("conditional expression in the loop body")
-        raise NotGemm(f"unsupported expression '{_GEN.visit(node)}' in the loop body")
+        raise NotGemm(f"unsupported expression '{_one_line(node)}' in the loop body")
 
     def _constant(self, node: c_ast.Constant) -> Lin:
         if node.type in ("float", "double"):
@@ -136,7 +142,7 @@ class Evaluator:
         try:
             name = symbol_text(node)
         except NotAffine:
-            raise NotGemm(f"unsupported expression '{_GEN.visit(node)}' in the loop body") from None
+            raise NotGemm(f"unsupported expression '{_one_line(node)}' in the loop body") from None
         t = self.scope.type_of_expr(node)
         if t is None:
             raise NotGemm(f"'{name}' is not declared")

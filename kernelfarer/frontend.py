@@ -13,13 +13,15 @@ closes its innermost body.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from pycparser import c_ast, c_parser
+from pycparser import c_ast
 
 from kernelfarer.diagnostics import KernelfarerError, SourceLocation
+from kernelfarer import parsefix
 from kernelfarer.scan import Token, tokenize
 from kernelfarer.toolchain import clang_path
 
@@ -27,8 +29,10 @@ from kernelfarer.toolchain import clang_path
 _EXTENSION_DEFINES = (
     "-D__attribute__(x)=",
     "-D__extension__=",
-    "-D__asm__(...)=",
-    "-D__asm(...)=",
+    "-D__builtin_offsetof=offsetof",   # pycparser knows offsetof (clang's <stddef.h> spells it so)
+    "-D__auto_type=__kf_auto",        # an opaque type (kf_parse_stubs.h): never taken for a number
+    "-Dtypeof(x)=__kf_auto",          # types the parser cannot work out: opaque too
+    "-D__typeof(x)=__kf_auto",
     "-D__restrict=restrict",
     "-D__restrict__=restrict",
     "-D__inline=inline",
@@ -37,7 +41,7 @@ _EXTENSION_DEFINES = (
     "-D__volatile__=volatile",
     "-D__signed__=signed",
     "-D__const=const",
-    "-D__typeof__(x)=int",
+    "-D__typeof__(x)=__kf_auto",
     "-D_Nullable=",
     "-D_Nonnull=",
     "-D__declspec(x)=",
@@ -58,32 +62,17 @@ def preprocess(path: str, cppflags: tuple[str, ...] = ()) -> str:
     try:
         done = subprocess.run(cmd, capture_output=True, timeout=_CPP_TIMEOUT)
     except subprocess.TimeoutExpired:
-        raise KernelfarerError(f"preprocessing {path} timed out") from None
+        raise KernelfarerError("preprocessing timed out", SourceLocation(path, 0, 0)) from None
     stdout = done.stdout.decode("utf-8", errors="surrogateescape")
     stderr = done.stderr.decode("utf-8", errors="replace")
     if done.returncode != 0:
         first = next((ln for ln in stderr.splitlines() if "error" in ln), stderr.strip())
-        raise KernelfarerError(f"{path} does not preprocess: {first}")
-    return _imaginary_constants(stdout)
-
-
-def _imaginary_constants(text: str) -> str:
-    """GNU imaginary constants (`1.0iF`, what <complex.h>'s `I` expands to) are spelled as a call
-    of an unknown function for the parser: a nest that uses one is never taken for real
-    arithmetic, and the rest of the file parses."""
-    pieces, pos = [], 0
-    for tok in tokenize(text):
-        if tok.kind == "number" and tok.text[-1:] in "ijIJ" or (
-                tok.kind == "number" and len(tok.text) > 1 and tok.text[-2:-1] in "ijIJ"
-                and tok.text[-1:] in "fFlL"):
-            digits = tok.text.rstrip("fFlL").rstrip("ijIJ").rstrip("fFlL")
-            pieces.append(text[pos:tok.offset])
-            pieces.append(f"__kf_imaginary({digits or '0'})")
-            pos = tok.end
-    if not pieces:
-        return text
-    pieces.append(text[pos:])
-    return "".join(pieces)
+        where = re.match(r"(.+?):(\d+):(\d+): (?:fatal )?error: (.*)", first)
+        if where:
+            raise KernelfarerError(f"does not preprocess: {where[4]}", SourceLocation(
+                where[1], int(where[2]), int(where[3])))
+        raise KernelfarerError(f"does not preprocess: {first}", SourceLocation(path, 0, 0))
+    return stdout
 
 
 def defined_macros(path: str, cppflags: tuple[str, ...] = ()) -> frozenset[str]:
@@ -99,20 +88,10 @@ def defined_macros(path: str, cppflags: tuple[str, ...] = ()) -> frozenset[str]:
 
 
 def parse(text: str, path: str) -> c_ast.FileAST:
-    parser = c_parser.CParser()
-    try:
-        return parser.parse(text, path)
-    except c_parser.ParseError as exc:
-        raise _parse_error(str(exc), path) from None
+    """The AST of a preprocessed file (what cannot be parsed is an error: see `load`, which
+    leaves such functions out instead)."""
+    return parsefix.parse(text, path)[0]
 
-
-def _parse_error(message: str, path: str) -> KernelfarerError:
-    # pycparser says "file:line:col: message"
-    parts = message.split(":", 3)
-    if len(parts) == 4 and parts[1].isdigit() and parts[2].strip().isdigit():
-        loc = SourceLocation(parts[0], int(parts[1]), int(parts[2]))
-        return KernelfarerError(f"cannot parse: {parts[3].strip()}", loc)
-    return KernelfarerError(f"{path}: cannot parse: {message}")
 
 
 @dataclass(frozen=True)
@@ -270,10 +249,13 @@ class TranslationUnit:
     source: SourceText
     ast: c_ast.FileAST
     identifiers: frozenset[str] = frozenset()   # every identifier of the preprocessed file
+    skipped: tuple = ()      # parsefix.Skipped: functions the parser could not read, left out
 
 
 def load(path: str, cppflags: tuple[str, ...] = ()) -> TranslationUnit:
     from kernelfarer.hygiene import identifiers
     source = SourceText.read(path)
     text = preprocess(path, cppflags)
-    return TranslationUnit(source=source, ast=parse(text, path), identifiers=identifiers(text))
+    ast, skipped = parsefix.parse(text, path)
+    return TranslationUnit(source=source, ast=ast, identifiers=identifiers(text),
+                           skipped=tuple(skipped))

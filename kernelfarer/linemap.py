@@ -5,7 +5,12 @@ kernelfarer-cc compiles the rewritten text from a temporary file.  ``compile_tex
 region, at the first line start that is outside comments, literals and continued lines, so every
 line the rewrite did not touch keeps its number; the original nest kept inside a call site (the
 fallback path) keeps its own lines too.  The user's own ``#line`` directives are followed.
-Generated lines continue the numbering of the line they were inserted at.
+
+Generated code never borrows the user's line numbers: the support code (kernels, drivers) is
+numbered in a file of its own, ``<kernelfarer>`` (debuggers, coverage tools and profilers see it
+apart from the user's lines), and every generated line of a call site (the run-time checks, the
+driver call) is the nest's first line, so a breakpoint on that line stops where the nest runs and
+coverage counts the user's lines only.
 """
 
 from __future__ import annotations
@@ -90,6 +95,9 @@ class _Presumed:
         return _line_directive(number + line - at - 1, name, escaped=True)
 
 
+GENERATED = "<kernelfarer>"
+
+
 def compile_text(original: str, edits: list[tuple[int, int, str]], name: str) -> str:
     """The rewritten text with #line directives: every line the rewrite did not touch keeps its
     original number, and the original nest kept inside a call site keeps its lines too."""
@@ -101,7 +109,10 @@ def compile_text(original: str, edits: list[tuple[int, int, str]], name: str) ->
     pos = len(bom)
     for k, (start, end, text) in enumerate(edits):
         out.append(original[pos:start])
-        out.append(_keep_nest_lines(original, start, end, text, presumed))
+        if start == end:          # inserted support code: numbered in a file of its own
+            out.append(_line_directive(1, GENERATED) + text)
+        else:
+            out.append(_keep_nest_lines(original, start, end, text, presumed))
         pos = end
         limit = edits[k + 1][0] if k + 1 < len(edits) else len(original)
         s = bisect.bisect_left(starts, pos)
@@ -116,14 +127,30 @@ def compile_text(original: str, edits: list[tuple[int, int, str]], name: str) ->
 
 
 def _keep_nest_lines(original: str, start: int, end: int, text: str, presumed: _Presumed) -> str:
+    """A call site: its generated lines all on the nest's first line, the original nest it keeps
+    on its own lines."""
+    first = presumed.directive(presumed.line_of(start))
     nest = original[start:end]
     at = text.rfind(nest) if nest.strip() else -1
-    if at <= 0:
-        return text
-    line_start = text.rfind("\n", 0, at) + 1
-    if line_start == 0 or text[line_start:at].strip():
-        return text
+    line_start = text.rfind("\n", 0, at) + 1 if at > 0 else 0
+    if at <= 0 or line_start == 0 or text[line_start:at].strip():
+        return _on_one_line(text, first)
     indent = original[original.rfind("\n", 0, start) + 1:start]
     if indent.strip():
         indent = text[line_start:at]
-    return text[:line_start] + presumed.directive(presumed.line_of(start)) + indent + text[at:]
+    after = at + len(nest)
+    return (_on_one_line(text[:line_start], first) + presumed.directive(presumed.line_of(start))
+            + indent + nest + _on_one_line(text[after:], first))
+
+
+def _on_one_line(text: str, directive: str) -> str:
+    """Generated lines, each after a directive that gives it the same line (the first line
+    continues where the text starts; one inside a comment continues it)."""
+    lines = text.split("\n")
+    clean = clean_lines(text)
+    out = [lines[0]]
+    for number, line in enumerate(lines[1:], start=2):
+        last = number == len(lines)
+        out.append(directive + line if clean[number] and not (last and not line.strip())
+                   else line)
+    return "\n".join(out)

@@ -219,7 +219,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         init=init, guards=tuple(guards), location=location, loop_order=order, shape=shape,
         finals=tuple(finals.values()), epilogue=epi, setup=tuple(setup), around=around,
         load_c=canon.load_c_when or "", canonical=tuple(canon.steps), side=side,
-        description=_describe(c_access, first, second, init) + (
+        description=_describe(c_access, first, second, init, _scalar_c(alpha, dtype)) + (
             " then an element-wise epilogue" if epi is not None else "") + (
             " (nested in other code, run apart)" if around is not None else ""),
     )
@@ -521,6 +521,8 @@ def _scalar_c(poly: Poly, dtype: DType) -> str:
     return "(" + " + ".join(parts) + ")"
 
 
-def _describe(c: Access, a: Access, b: Access, init: CInit) -> str:
-    op = {CInit.ACCUMULATE: "+=", CInit.SCALE: "= beta*C +", CInit.OVERWRITE: "="}[init]
-    return f"{c.array} {op} {a.array} * {b.array}"
+def _describe(c: Access, a: Access, b: Access, init: CInit, alpha: str) -> str:
+    """`C = beta*C + alpha*A * B` in the nest's own names (alpha only when it is not 1)."""
+    op = {CInit.ACCUMULATE: "+=", CInit.SCALE: f"= beta*{c.array} +", CInit.OVERWRITE: "="}[init]
+    scale = "" if alpha.strip("() ") in ("1", "1.0", "1.0f", "1.f") else "alpha*"
+    return f"{c.array} {op} {scale}{a.array} * {b.array}"

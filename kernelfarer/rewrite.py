@@ -49,6 +49,44 @@ class _Edit:
 
 
 def rewrite_file(path: str, options: RewriteOptions = RewriteOptions()) -> RewriteResult:
+    """The file with its GEMM nests replaced (see `_rewrite_file`).  Real code holds expressions
+    of thousands of terms, which the parser and the analysis walk recursively: the work runs in
+    a thread with a large stack and a recursion limit to match."""
+    return _with_deep_recursion(_rewrite_file, path, options)
+
+
+_STACK_BYTES = 512 * 1024 * 1024
+_RECURSION = 200_000
+
+
+def _with_deep_recursion(fn, *args):
+    import sys
+    import threading
+    result: list = []
+    failure: list = []
+
+    def run() -> None:
+        try:
+            result.append(fn(*args))
+        except BaseException as exc:      # noqa: BLE001 - re-raised in the caller's thread
+            failure.append(exc)
+
+    old_limit, old_stack = sys.getrecursionlimit(), threading.stack_size()
+    try:
+        threading.stack_size(_STACK_BYTES)
+        sys.setrecursionlimit(max(old_limit, _RECURSION))
+        worker = threading.Thread(target=run, name="kernelfarer-rewrite")
+        worker.start()
+        worker.join()
+    finally:
+        threading.stack_size(old_stack)
+        sys.setrecursionlimit(old_limit)
+    if failure:
+        raise failure[0]
+    return result[0]
+
+
+def _rewrite_file(path: str, options: RewriteOptions) -> RewriteResult:
     from kernelfarer import backends   # templates load only when something is rewritten
     backend = backends.get_backend(options.backend)
     target = targets.get_target(options.target)
@@ -66,7 +104,7 @@ def rewrite_file(path: str, options: RewriteOptions = RewriteOptions()) -> Rewri
     insert_at: int | None = None
     for cand in find_candidates(tu):
         if cand.spec is None:
-            remarks.append(Remark(cand.location, "loop-nest", False, cand.reason))
+            remarks.append(Remark(cand.location, cand.kind, False, cand.reason))
             continue
         first = source.token_index(cand.keyword, cand.location.line, cand.line_rank)
         span = source.statement_span(cand.node, first) if first is not None else None

@@ -27,6 +27,7 @@ class Candidate:
     spec: GemmSpec | None
     reason: str
     pragmas: bool = False          # a #pragma applies to the nest or sits inside it
+    kind: str = "loop-nest"        # "function": a whole function left out (it could not be read)
 
     @property
     def keyword(self) -> str:
@@ -221,5 +222,37 @@ def find_candidates(tu: TranslationUnit) -> list[Candidate]:
         elif isinstance(ext, c_ast.FuncDef):
             scope.declare(ext.decl)
             if tu.source.is_here(ext.coord):
-                walker.function(ext, scope)
+                found = len(walker.candidates)
+                try:
+                    walker.function(ext, scope)
+                except RecursionError:     # expressions nested deeper than the analysis goes
+                    del walker.candidates[found:]
+                    scope = Scope(typedefs)           # its frames are gone: start again
+                    for earlier in tu.ast.ext:
+                        if earlier is ext:
+                            break
+                        if isinstance(earlier, c_ast.Decl):
+                            scope.declare(earlier)
+                        elif isinstance(earlier, c_ast.FuncDef):
+                            scope.declare(earlier.decl)
+                    scope.declare(ext.decl)
+                    walker.candidates.append(Candidate(
+                        None, ext, tu.source.location(ext.coord), 0, None,
+                        f"function '{ext.decl.name}' not considered: its expressions are nested "
+                        "too deeply to analyse", kind="function"))
+    for skipped in tu.skipped:
+        if tu.source.is_here(_Coord(skipped.location)):
+            what = f"function '{skipped.name}'" if skipped.name else "a declaration"
+            walker.candidates.append(Candidate(
+                None, None, skipped.location, 0, None,
+                f"{what} not considered: the parser cannot read it ({skipped.reason})",
+                kind="function"))
+    walker.candidates.sort(key=lambda c: (c.location.line, c.location.column))
     return walker.candidates
+
+
+class _Coord:
+    """A SourceLocation as the coordinate `SourceText.is_here` takes."""
+
+    def __init__(self, location: SourceLocation) -> None:
+        self.file, self.line, self.column = location.file, location.line, location.column

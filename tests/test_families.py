@@ -10,7 +10,7 @@ import pytest
 
 from conftest import native_target, run_cli
 from kernelfarer.rewrite import RewriteOptions, rewrite_file
-from test_spellings import build_cases, check_case
+from test_spellings import OneTestFactory, build_cases, check_case
 
 IKJ = """
 void ikj(int M, int N, int K, const float *A, const float *B, float *C)
@@ -418,7 +418,7 @@ def test_family_matches_original(name, built):
 def test_zero_skip_with_inf_is_left_to_the_original(tmp_path):
     """Reference BLAS skips b == 0: against an Inf in A the original keeps C finite, the kernels
     would make it NaN.  The finite check sends such calls to the original loops."""
-    built = build_cases({"nn": FAMILIES["f2c_nn_zero_skip"]}, _Factory(tmp_path))["nn"]
+    built = build_cases({"nn": FAMILIES["f2c_nn_zero_skip"]}, OneTestFactory(tmp_path))["nn"]
     ffi = cffi.FFI()
     ffi.cdef(FAMILIES["f2c_nn_zero_skip"][1] + "extern long kernelfarer_fast_path_calls;")
     libs = [ffi.dlopen(lib) for lib in built[1]]
@@ -441,18 +441,6 @@ def test_zero_skip_with_inf_is_left_to_the_original(tmp_path):
         results.append(c)
     assert np.isfinite(results[0]).all()
     assert np.array_equal(results[0], results[1])
-
-
-class _Factory:
-    """tmp_path_factory's mktemp for a single test's tmp_path."""
-
-    def __init__(self, root):
-        self.root = root
-
-    def mktemp(self, name):
-        d = self.root / name
-        d.mkdir()
-        return d
 
 
 # -- near-misses: refused, with the reason ----------------------------------------------------------

@@ -310,6 +310,18 @@ def build_cases(cases: dict, tmp_path_factory) -> dict:
     return out
 
 
+class OneTestFactory:
+    """A test's tmp_path as the tmp_path_factory `build_cases` takes."""
+
+    def __init__(self, root):
+        self.root = root
+
+    def mktemp(self, name):
+        d = self.root / name
+        d.mkdir()
+        return d
+
+
 def check_case(name: str, case: tuple, built: tuple, sizes=None, *, fast_path=True) -> None:
     """Original and rewrite on the same small-integer data at every size: the same buffers and
     return value, and the rewrite's fast path ran whenever every size is positive."""

@@ -10,8 +10,9 @@
 /* half-precision floats (the frontend spells _Float16 and __bf16 so) */
 typedef short __kf_float16;
 typedef short __kf_bfloat16;
-/* what an imaginary constant becomes for the parser (frontend._imaginary_constants) */
+/* what GNU C the parser does not know becomes (parsefix.py) */
 double __kf_imaginary(double);
+typedef struct __kf_auto_s __kf_auto;
 #define __IMMINTRIN_H 1
 #define __X86INTRIN_H 1
 #define __MMINTRIN_H 1

@@ -21,10 +21,11 @@ int main(int argc, char **argv)
     float *b = malloc(sizeof(float) * k * n);
     float *c = calloc((size_t)m * n, sizeof(float));
     float *d = calloc((size_t)m * n, sizeof(float));
+    float *e = malloc(panel_bytes(m, m));
     double (*x)[n] = malloc(sizeof(double) * n * n);
     double (*y)[n] = malloc(sizeof(double) * n * n);
     double (*z)[n] = malloc(sizeof(double) * n * n);
-    if (!a || !b || !c || !d || !x || !y || !z) {
+    if (!a || !b || !c || !d || !e || !x || !y || !z) {
         fprintf(stderr, "kfdemo: out of memory\n");
         return 1;
     }
@@ -41,13 +42,16 @@ int main(int argc, char **argv)
 
     matmul_f32(m, n, k, a, b, c);
     matmul_f32_ikj(m, n, k, a, b, d);
+    matmul_f32_nt(m, m, k, a, a, e);                  /* A * A^T */
     matmul_f64(n, 2.0, (const double (*)[n])x, (const double (*)[n])y, -1.0, z);
 
     printf("kfdemo: %dx%dx%d (%s)\n", m, n, k, size_class(m));
     report("sgemm checksum", checksum(c, (size_t)m * n));
     report("sgemm (i-k-j) checksum", checksum(d, (size_t)m * n));
     report("dgemm checksum", checksum_f64(&z[0][0], (size_t)n * n));
+    report("A*A^T checksum", checksum(e, (size_t)m * m));
     report("largest |c|", max_abs(c, m * n));
-    free(a), free(b), free(c), free(d), free(x), free(y), free(z);
+    report("first negative c", first_negative(c, m * n));
+    free(a), free(b), free(c), free(d), free(e), free(x), free(y), free(z);
     return 0;
 }

@@ -15,8 +15,11 @@ double checksum(const float *x, size_t count);
 double checksum_f64(const double *x, size_t count);
 void report(const char *what, double value);
 
-/* gnu_ext.c: GNU C that pycparser cannot parse (kernelfarer-cc compiles it unchanged) */
+/* gnu_ext.c: GNU C extensions beside a GEMM */
 float max_abs(const float *x, int count);
+int first_negative(const float *x, int count);
 const char *size_class(int n);
+size_t panel_bytes(int rows, int cols);
+void matmul_f32_nt(int m, int n, int k, const float *a, const float *b, float *c);
 
 #endif

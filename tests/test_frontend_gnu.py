@@ -1,0 +1,182 @@
+"""The C real projects contain: GNU and clang extensions parse, a function the parser cannot read
+is left out alone (the rest of the file is still considered), and deep expressions do not crash.
+
+Each construct sits in a file beside a GEMM nest: the nest must be replaced, the rewrite must
+compile, and a nest that holds a construct with effects (asm, computed goto) must be refused."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from conftest import native_target, run_cli
+from kernelfarer.rewrite import RewriteOptions, rewrite_file
+from test_spellings import OneTestFactory, build_cases, check_case
+
+GEMM = """
+void gemm(int n, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            for (int k = 0; k < n; k++)
+                C[i * n + j] += A[i * n + k] * B[k * n + j];
+}
+"""
+
+# construct -> code that uses it (each must compile with clang-19 -std=gnu11)
+CONSTRUCTS = {
+    "offsetof": "#include <stddef.h>\nstruct S { int a; double b; };\n"
+                "size_t off(void) { return offsetof(struct S, b); }",
+    "asm_volatile": "unsigned long tsc(void) { unsigned lo, hi;\n"
+                    "  asm volatile(\"rdtsc\" : \"=a\"(lo), \"=d\"(hi)); "
+                    "return ((unsigned long)hi << 32) | lo; }",
+    "asm_goto": "int bit(int x) { asm goto(\"\" :::: out); return x; out: return 0; }",
+    "asm_label": "extern int renamed(int) __asm__(\"abs\");\n"
+                 "int call(int x) { return renamed(x); }",
+    "basic_asm_top_level": "__asm__(\".globl kf_marker\\nkf_marker:\");",
+    "computed_goto": "int dispatch(int x) { static void *t[] = { &&one, &&two };\n"
+                     "  goto *t[x & 1];\none: return 1;\ntwo: return 2; }",
+    "case_ranges": "int lower(int c) { switch (c) { case 'a' ... 'z': return 1; "
+                   "default: return 0; } }",
+    "int128": "__int128 wide(__int128 x) { return x * 3; }\n"
+              "unsigned __int128 uwide(unsigned long x) { return (unsigned __int128)x << 64; }",
+    "complex_literal": "#include <complex.h>\ndouble complex cz(double x) { return x + 1.0i + I; }",
+    "auto_type": "int autos(int x) { __auto_type y = x + 1; return y; }",
+    "typeof": "int tof(int x) { __typeof__(x) y = x; typeof(y) z = y; return z; }",
+    "statement_expression": "#define MAX(a, b) ({ __typeof__(a) a_ = (a); __typeof__(b) b_ = (b);"
+                            " a_ > b_ ? a_ : b_; })\nint mx(int a, int b) { return MAX(a, b); }",
+    "attributes_anywhere": "int __attribute__((noinline)) f1(int x) __attribute__((cold));\n"
+                           "int __attribute__((noinline)) f1(int x) { return x; }\n"
+                           "struct __attribute__((packed)) P { char c; int i; };\n"
+                           "static int counter __attribute__((unused)) = 0;\n"
+                           "void f2(int *p) { __attribute__((unused)) int q = *p; }",
+    "static_assert": "_Static_assert(sizeof(int) == 4, \"int\");\n"
+                     "void sa(void) { _Static_assert(1, \"inside\"); }",
+    "knr_definition": "int knr(a, b) int a; int b; { return a + b; }",
+    "builtins": "int bi(unsigned x, void *p) { __builtin_prefetch(p); "
+                "return __builtin_popcount(x) + __builtin_expect(x > 0, 1); }",
+    "vector_extension": "typedef int v4si __attribute__((vector_size(16)));\n"
+                        "int vec(void) { v4si a = {1, 2, 3, 4}; return a[0]; }",
+    "generic": "#define KIND(x) _Generic((x), int: 1, float: 2, default: 0)\n"
+               "int kind(float v) { return KIND(v); }",
+    "comments_in_c89_headers": "#include <stdint.h>\nint32_t c89ish(int32_t x) { return x; }",
+}
+
+
+def _rewrite(tmp_path, text: str, name: str = "t.c"):
+    src = tmp_path / name
+    src.write_text(text)
+    return src, rewrite_file(str(src), RewriteOptions(target=native_target()))
+
+
+@pytest.mark.parametrize("construct", sorted(CONSTRUCTS))
+def test_file_with_gnu_construct_is_rewritten(construct, tmp_path):
+    code = CONSTRUCTS[construct]
+    src, result = _rewrite(tmp_path, code + "\n" + GEMM)
+    assert not [r.message() for r in result.remarks if r.kind == "function"], \
+        f"{construct}: a function was left out"
+    assert result.replaced == 1, [r.message() for r in result.remarks]
+    out = tmp_path / "out.c"
+    out.write_text(result.text)
+    done = subprocess.run(["clang-19", "-std=gnu11", "-O1", "-c", str(out), "-o",
+                           str(tmp_path / "out.o")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+NEST_WITH = {
+    "asm": "asm volatile(\"\" ::: \"memory\");",
+    "computed_goto": "{ static void *t[] = { &&next }; goto *t[0]; next:; }",
+    "statement_expression_writing_c": "(void)({ C[0] = 1; 0; });",
+    "inline_asm_operand": "{ float v = A[i * n + k]; asm(\"\" : \"+x\"(v)); (void)v; }",
+}
+
+
+@pytest.mark.parametrize("what", sorted(NEST_WITH))
+def test_a_nest_holding_effects_is_refused(what, tmp_path):
+    gemm = GEMM.replace("C[i * n + j] += A[i * n + k] * B[k * n + j];",
+                        "{ " + NEST_WITH[what] + "\n C[i * n + j] += A[i * n + k] * B[k * n + j]; }")
+    _, result = _rewrite(tmp_path, gemm)
+    assert result.replaced == 0, [r.message() for r in result.remarks]
+    [remark] = [r for r in result.remarks if r.kind != "function"]
+    assert remark.reason
+
+
+def test_forward_substitution_sees_writes_in_statement_expressions(tmp_path):
+    """`m` is changed inside a statement expression between its definition and the nest: the
+    nest must use the value at run time, and the rewrite must agree with the original."""
+    source = """
+void se(int n, const float *A, const float *B, float *C)
+{
+    int m = n;
+    (void)({ m = n > 2 ? n - 2 : n; m; });
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            for (int k = 0; k < n; k++)
+                C[i * n + j] += A[i * n + k] * B[k * n + j];
+}
+"""
+    case = {"se": (source, "void se(int, const float *, const float *, float *);", "float",
+                   lambda m, n, k: [("int", n), ("T*", n, n), ("T*", n, n), ("T*", n, n)])}
+    built = build_cases(case, OneTestFactory(tmp_path))
+    assert built["se"][0].replaced == 1
+    check_case("se", case["se"], built["se"], sizes=[(1, 1, 1), (1, 5, 1), (1, 17, 1),
+                                                     (1, 3, 1), (1, 2, 1)])
+
+
+def test_every_construct_in_one_file_still_computes_the_same(tmp_path):
+    text = "\n".join(CONSTRUCTS[c] for c in sorted(CONSTRUCTS)
+                     if c not in ("basic_asm_top_level", "knr_definition")) + GEMM
+    case = {"all": (text, "void gemm(int, const float *, const float *, float *);", "float",
+                    lambda m, n, k: [("int", n), ("T*", n, n), ("T*", n, n), ("T*", n, n)])}
+    built = build_cases(case, OneTestFactory(tmp_path))
+    assert built["all"][0].replaced == 1
+    check_case("all", case["all"], built["all"],
+               sizes=[(1, 0, 1), (1, 1, 1), (1, 7, 1), (1, 31, 1), (1, 33, 1)])
+
+
+UNREADABLE = {
+    "local_label": ("int local(int n) { __label__ out; if (n) goto out; return 0; out: return 1; }",
+                    "local", "syntax error before 'out'"),
+    "broken_expression": ("int broken(int n) {\n  return n + ;\n}", "broken", "invalid expression"),
+}
+
+
+@pytest.mark.parametrize("what", sorted(UNREADABLE))
+def test_a_function_the_parser_cannot_read_is_left_out_alone(what, tmp_path):
+    code, name, why = UNREADABLE[what]
+    before = GEMM.replace("gemm(", "gemm_before(")
+    src, result = _rewrite(tmp_path, before + "\n" + code + "\n" + GEMM)
+    [left_out] = [r for r in result.remarks if r.kind == "function"]
+    line = (before + "\n").count("\n") + 1
+    assert left_out.location.line >= line and left_out.location.column > 0
+    assert left_out.reason == f"function '{name}' not considered: the parser cannot read it ({why})"
+    assert left_out.message().startswith(f"{src}:{left_out.location.line}:")
+    assert result.replaced == 2, [r.message() for r in result.remarks]
+    assert code in result.text           # the function is kept, unchanged
+
+
+def _deep_sum(terms: int) -> str:
+    return " + ".join(f"x[{t % 7}] * {t}" for t in range(terms))
+
+
+def test_deep_expressions_do_not_crash(tmp_path):
+    """A 3,000-term expression (parsed and analysed recursively) beside a GEMM, and one inside a
+    nest, which is then refused for what it is, not for its depth."""
+    deep = f"int deep(const int *x) {{ return {_deep_sum(3000)}; }}\n"
+    nest = GEMM.replace("A[i * n + k] * B[k * n + j]",
+                        f"A[i * n + k] * B[k * n + j] * ({_deep_sum(1500).replace('x[', 'A[')})")
+    src, result = _rewrite(tmp_path, deep + GEMM + nest.replace("gemm(", "gemm_deep("))
+    assert result.replaced == 1, [r.message() for r in result.remarks]
+    refused = [r for r in result.remarks if not r.replaced and r.kind != "function"]
+    assert refused and all("nested too deeply" not in r.reason for r in refused)
+
+
+def test_the_cli_warns_once_per_left_out_function(tmp_path):
+    src = tmp_path / "two.c"
+    src.write_text(UNREADABLE["local_label"][0] + "\n" + GEMM)
+    done = run_cli("rewrite", src, "-o", tmp_path / "out.c")
+    assert done.returncode == 0
+    assert done.stderr.splitlines() == [
+        f"{src}:1:30: warning: function 'local' not considered: the parser cannot read it "
+        "(syntax error before 'out')"]
