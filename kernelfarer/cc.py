@@ -23,12 +23,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import sys
 from dataclasses import dataclass, field
 
 from kernelfarer import ccargs
 from kernelfarer.linemap import compile_text
+from kernelfarer.prefilter import may_hold_nest
 from kernelfarer import targets
 
 PROG = "kernelfarer-cc"
@@ -61,15 +63,39 @@ class CompilerNotFound(Exception):
     pass
 
 
+# Programs that run the compiler named after them, caching or distributing its work: in
+# `kernelfarer-cc distcc clang-19 -c x.c` the compiler is clang-19, reached through distcc.
+LAUNCHERS = frozenset({"ccache", "sccache", "buildcache", "distcc", "icecc", "pump"})
+# ... of which these compile elsewhere, from the text preprocessed here.
+DISTRIBUTORS = frozenset({"distcc", "icecc", "pump"})
+
+
 @dataclass
 class Invocation:
-    compiler: str              # absolute path of the real compiler
-    prefix: list[str]          # words that follow it from $KERNELFARER_CC
+    compiler: str              # absolute path of what runs: the compiler or its first launcher
+    prefix: list[str]          # words that follow it: launchers' compilers, $KERNELFARER_CC's
     args: list[str]            # the command line as given, after the compiler
 
     @property
     def original(self) -> list[str]:
         return [self.compiler, *self.prefix, *self.args]
+
+    @property
+    def chain(self) -> list[str]:
+        """The launchers in front of the compiler (base names), in order."""
+        out = []
+        for word in [self.compiler, *self.prefix]:
+            if os.path.basename(word) not in LAUNCHERS:
+                break
+            out.append(os.path.basename(word))
+        return out
+
+    @property
+    def real_compiler(self) -> str:
+        """The compiler itself, behind any launchers."""
+        words = [self.compiler, *self.prefix]
+        word = words[min(len(self.chain), len(words) - 1)]
+        return _which(word, set()) or word
 
 
 def _own_paths(argv0: str) -> set[str]:
@@ -116,6 +142,11 @@ def invocation(argv: list[str]) -> Invocation:
         word, prefix = name, []                     # a symlink named like a compiler
     elif args and _looks_like_compiler(args[0], own):
         word, prefix, args = args[0], [], args[1:]  # launcher form
+        last = word
+        while os.path.basename(last) in LAUNCHERS and args and _looks_like_compiler(args[0], own):
+            last = args[0]                          # ... of a chain: distcc clang-19
+            prefix.append(last)
+            args = args[1:]
     else:
         words = shlex.split(os.environ.get("KERNELFARER_CC") or DEFAULT_COMPILER)
         word, prefix = words[0], words[1:]
@@ -246,19 +277,6 @@ def rewrite_sources(paths: list[str], cppflags: tuple[str, ...], target: str,
     return pickle.loads(b"".join(chunks))
 
 
-def has_for_loop(path: str) -> bool:
-    """Quick test before any rewriting: a file without a `for` token has no nest to replace."""
-    try:
-        raw = open(path, "rb").read()
-    except OSError:
-        return False
-    if b"for" not in raw:
-        return False
-    from kernelfarer.scan import tokenize
-    text = raw.decode("utf-8", errors="surrogateescape")
-    return any(t.kind == "ident" and t.text == "for" for t in tokenize(text))
-
-
 # -- the job ---------------------------------------------------------------------------------------
 
 def _make_escape(path: str) -> str:
@@ -272,6 +290,16 @@ def _remap(path: str, maps: list[tuple[str, str]]) -> str:
         if path.startswith(old):
             return new + path[len(old):]
     return path
+
+
+_QUOTED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*(?:include|include_next|import)[ \t]*[^<\s]'
+                             r'|__has_include(?:_next)?[ \t]*\([ \t]*[^<\s]', re.M)
+
+
+def _may_include_quoted(text: str) -> bool:
+    """Whether `text` may include a file by a quoted name (or a macro that could expand to one):
+    only then does its copy need the source's directory on the quoted search path."""
+    return _QUOTED_INCLUDE.search(text) is not None
 
 
 def _compiler_family(compiler: str) -> str:
@@ -332,7 +360,7 @@ class Job:
                     _say(f"remark: {src.path}: not rewritten: {cmd.passthrough}")
             return _exec(inv.original)
         sources = cmd.c_sources
-        todo = [s for s in sources if has_for_loop(s.path)]
+        todo = [s for s in sources if may_hold_nest(s.path)]
         for src in sources:
             if src not in todo:
                 self._report(Outcome(src.path), rewritten=False)
@@ -370,7 +398,8 @@ class Job:
         if not rewritten:      # "replaced" means replaced in what was compiled
             why = fallback or "the file was compiled unchanged"
             nests = [dict(n, replaced=False, reason=n.get("reason") or why) for n in nests]
-        report = {"file": outcome.path, "output": self.cmd.output, "compiler": self.inv.compiler,
+        report = {"file": outcome.path, "output": self.cmd.output, "compiler": self.inv.real_compiler,
+                  "launchers": self.inv.chain,
                   "rewritten": rewritten, "fallback": fallback, "notes": outcome.notes,
                   "nests": nests}
         os.makedirs(self.report_dir, exist_ok=True)
@@ -384,7 +413,7 @@ class Job:
         import shutil
         import subprocess
         cmd, inv = self.cmd, self.inv
-        family = _compiler_family(inv.compiler)
+        family = _compiler_family(inv.real_compiler)
         tmp = _temp_dir("\0".join([os.getcwd(), inv.compiler, *inv.prefix, *inv.args]))
         try:
             args = list(cmd.args)
@@ -405,7 +434,7 @@ class Job:
                 args[src.index] = path
                 temps.append((path, src.path))
                 directory = os.path.dirname(src.path) or "."
-                if directory not in quoted:
+                if directory not in quoted and _may_include_quoted(outcome.compile_text):
                     quoted.add(directory)
                     front += ["-iquote", directory]
                     if family == "gcc" and directory == ".":   # gcc spells "k.h", not "./k.h"
@@ -413,6 +442,10 @@ class Job:
                 back.append(f"-fdebug-prefix-map={path}={_remap(src.path, cmd.debug_maps)}")
                 if family == "gcc" or (family == "clang" and cmd.macro_maps):
                     back.append(f"-fmacro-prefix-map={path}={_remap(src.path, cmd.macro_maps)}")
+            if quoted and family == "clang" and DISTRIBUTORS & set(inv.chain):
+                # distcc and icecc hand -iquote to the remote compile of preprocessed text, where
+                # clang calls it unused; the plain build has no such flag to warn about.
+                back.append("-Wno-unused-command-line-argument")
             if sys.stderr.isatty() and not any("color" in a for a in args):
                 front.append("-fdiagnostics-color=always")
             at = cmd.end_of_options if cmd.end_of_options is not None else len(args)
@@ -455,10 +488,20 @@ class Job:
             depfile = self.cmd.dependency_file(src)
             if depfile is None:
                 continue
-            with open(depfile, encoding="utf-8", errors="surrogateescape") as f:
-                text = f.read()
             ours = _make_escape(path)
-            if ours not in text:
+            # distcc writes -MD output for an unnamed dependency file as <source stem>.d in the
+            # working directory, whatever -o says; the plain build's file is there too then.
+            stem_d = os.path.splitext(os.path.basename(src.path))[0] + ".d"
+            for candidate in dict.fromkeys([depfile, stem_d]):
+                try:
+                    with open(candidate, encoding="utf-8", errors="surrogateescape") as f:
+                        text = f.read()
+                except FileNotFoundError:
+                    continue
+                if ours in text:
+                    depfile = candidate
+                    break
+            else:
                 raise _DependencyFileError(f"{depfile} does not name the compiled file")
             with open(depfile, "w", encoding="utf-8", errors="surrogateescape") as f:
                 f.write(text.replace(ours, _make_escape(user_path)))
