@@ -59,9 +59,10 @@ class Backend:
     def call(self, site: Site) -> Call:
         raise NotImplementedError
 
-    def support(self, plans: list) -> str:
-        """Support code for the replacements; `plans` are the plans their calls named."""
-        return emit.render_support(plans)
+    def support(self, plans: list, uses: str | None = None) -> str:
+        """Support code for the replacements; `plans` are the plans their calls named, `uses` the
+        calls' text (None: every prelude helper)."""
+        return emit.render_support(plans, uses)
 
 
 class KernelfarerBackend(Backend):
@@ -159,9 +160,9 @@ class BlasBackend(Backend):
             ("blocking", "chosen by the BLAS library"),
             ("guards", [g.why for g in blas.guards])))
 
-    def support(self, plans: list) -> str:
+    def support(self, plans: list, uses: str | None = None) -> str:
         return ("/* kernelfarer --backend blas: the GEMMs below call CBLAS (link with a CBLAS, "
-                "e.g. -lopenblas) */\n#include <cblas.h>\n" + emit.render_support(plans))
+                "e.g. -lopenblas) */\n#include <cblas.h>\n" + emit.render_support(plans, uses))
 
 
 # -- tiled, unpacked (kernelfarer compare's "tiled" variant) ----------------------------------------
@@ -192,11 +193,11 @@ class TiledBackend(Backend):
         return Call(emit.render_call(site.spec, plan, site.original, site.indent), plan,
                     details=(("backend", "tiled (no packing)"), ("kernel", plan.kernel_name)))
 
-    def support(self, plans: list) -> str:
-        parts = [emit.render_prelude(plans)]
+    def support(self, plans: list, uses: str | None = None) -> str:
         seen = {}
         for plan in plans:
             seen.setdefault(plan.driver_name, plan)
+        parts = emit.render_cpu_checks(list(seen.values()), {})
         env = emit.environment()
         for plan in seen.values():
             # The layered schedule's loops with only the micro-kernel calls: no pack statements.
@@ -208,9 +209,9 @@ class TiledBackend(Backend):
             macros = env.get_template("tiled_statements.c.j2").make_module({"plan": plan})
             printer = AstPrinter(lambda name, args: str(getattr(macros, name)(*args)).strip(),
                                  rename={"M": "m", "N": "n", "K": "k"})
-            loops = printer.node(blocking.build_ast(layered), "    ")
+            loops = printer.block(blocking.build_ast(layered), "    ")
             parts.append(env.get_template("tiled.c.j2").render(plan=plan, loops=loops))
-        return "\n".join(parts) + "/* ---- end of kernelfarer support code ---- */\n\n"
+        return emit.with_prelude(plans, parts, uses)
 
 
 BACKENDS = {b.name: b for b in (KernelfarerBackend(), BlasBackend(), TiledBackend())}

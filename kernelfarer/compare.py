@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from kernelfarer.backends import Backend, Call, Site
 from kernelfarer.diagnostics import KernelfarerError
+from kernelfarer.emit import SUPPORT_MARK
 from kernelfarer.harness import Subject, load_subjects, render_harness
 from kernelfarer.plutostyle import PlutoOptions, PlutoStyleBackend
 from kernelfarer.rewrite import RewriteOptions, rewrite_file
@@ -94,7 +95,7 @@ class PolyccScopBackend(Backend):
     def call(self, site: Site) -> Call:
         return Call(f"\n#pragma scop\n{site.indent}{site.original}\n#pragma endscop\n", None)
 
-    def support(self, plans: list) -> str:
+    def support(self, plans: list, uses: str | None = None) -> str:
         return ""
 
 
@@ -117,7 +118,8 @@ def make_variant(name: str, options: CompareOptions, subjects: list[Subject],
                        "polycc": PolyccScopBackend()}[name]
     result = rewrite_file(options.path, RewriteOptions(target=options.target,
                                                        cppflags=options.cppflags,
-                                                       verify=False, backend=backend))
+                                                       verify=False, backend=backend,
+                                                       every_helper=True))
     variant.text = result.text
     variant.fast_path = name != "polycc"
     for subject in subjects:
@@ -153,16 +155,20 @@ def _run_polycc(options: CompareOptions, text: str, workdir: str) -> str:
         return f.read()
 
 
-def harness(options: CompareOptions, subjects: list[Subject]) -> str:
-    return render_harness(os.path.basename(options.path), subjects)
+def harness(options: CompareOptions, subjects: list[Subject]) -> tuple[str, str]:
+    """The harness for a variant without the support prelude, and for one with it."""
+    name = os.path.basename(options.path)
+    return render_harness(name, subjects), render_harness(name, subjects, prelude=False)
 
 
-def build(variant: Variant, options: CompareOptions, harness_text: str, workdir: str) -> None:
+def build(variant: Variant, options: CompareOptions, harness_texts: tuple[str, str],
+          workdir: str) -> None:
     tag = variant.name.replace("+", "_").replace("-", "_")
     source = os.path.join(workdir, f"{tag}.c")
     variant.exe = os.path.join(workdir, tag)
+    has_prelude = SUPPORT_MARK in variant.text
     with open(source, "w", encoding="utf-8") as f:
-        f.write(variant.text + "\n" + harness_text)
+        f.write(variant.text + "\n" + harness_texts[has_prelude])
     directory = os.path.dirname(os.path.abspath(options.path))
     cmd = [clang_path(), "-O3", "-march=native", "-w", "-DKERNELFARER_TRACE",
            "-Dmain=kf_compare_user_main", "-iquote", directory, *options.cppflags,
@@ -247,13 +253,13 @@ def _run_in(options, subjects, wanted, time_original, workdir, notes):
     check_sizes = sorted({s for s in sizes if s <= options.original_limit} | {CHECK_SIZE})
     progress = Progress(0, enabled=options.progress)
     variants: list[Variant] = []
-    harness_text = harness(options, subjects)
+    harness_texts = harness(options, subjects)
     progress.total = len(wanted) + 1
     for name in wanted:
         progress.show(f"building {name}")
         try:
             variant = make_variant(name, options, subjects, workdir)
-            build(variant, options, harness_text, workdir)
+            build(variant, options, harness_texts, workdir)
         except KernelfarerError as exc:
             if name == "original":
                 raise

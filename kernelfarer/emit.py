@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 
 import jinja2
 
@@ -51,7 +52,7 @@ def driver_loops(plan: KernelPlan, indent: str = "    ", *, direct: bool = False
         return str(getattr(macros, name)(*args)).strip()
 
     printer = AstPrinter(statement, rename={"M": "m", "N": "n", "K": "k"})
-    return printer.node(ast, indent)
+    return printer.block(ast, indent)
 
 
 def _kernel_plans(plans) -> list[KernelPlan]:
@@ -61,9 +62,80 @@ def _kernel_plans(plans) -> list[KernelPlan]:
     return out
 
 
-def render_prelude(plans: list[KernelPlan]) -> str:
+# What gcc is told to keep quiet about in the support code (clang: -Weverything).  -Wpragmas comes
+# first in the template, so a gcc that does not know one of these says nothing either.
+GCC_QUIET = (
+    "-Wpedantic", "-Wunused-function", "-Wunused-parameter", "-Wunused-variable",
+    "-Wunused-but-set-variable", "-Wunused-value", "-Wcast-align", "-Wcast-qual",
+    "-Wdeclaration-after-statement", "-Wswitch-default", "-Wswitch-enum", "-Winline",
+    "-Wredundant-decls", "-Wnested-externs", "-Wconversion", "-Wsign-conversion",
+    "-Wsign-compare", "-Wfloat-conversion", "-Wdouble-promotion", "-Wfloat-equal", "-Wshadow",
+    "-Wbad-function-cast", "-Wpadded", "-Wstrict-overflow", "-Wmissing-prototypes",
+    "-Wmissing-declarations", "-Wstrict-prototypes", "-Wold-style-definition",
+    "-Wtraditional-conversion", "-Wc90-c99-compat", "-Wc99-c11-compat", "-Wlong-long", "-Wvla",
+    "-Wstack-usage=", "-Wframe-larger-than=", "-Wlarger-than=", "-Wstack-protector",
+    "-Wsuggest-attribute=pure", "-Wsuggest-attribute=const", "-Wsuggest-attribute=noreturn",
+    "-Wsuggest-attribute=malloc", "-Wsuggest-attribute=cold", "-Wunsafe-loop-optimizations",
+    "-Wdisabled-optimization", "-Wnull-dereference", "-Wjump-misses-init", "-Wlogical-op",
+    "-Wduplicated-branches", "-Wduplicated-cond", "-Wmaybe-uninitialized", "-Waggregate-return",
+    "-Wvector-operation-performance", "-Wpsabi", "-Wattributes", "-Wunknown-pragmas",
+    "-Wstrict-aliasing", "-Wunused-macros", "-Wundef", "-Wformat-nonliteral", "-Wcomment",
+)
+
+# The end of the support code: the prelude's diagnostic region closes here.
+SUPPORT_MARK = "---- end of kernelfarer support code ----"
+SUPPORT_END = ("#if defined(KERNELFARER_SUPPORT_WARNINGS)\n"
+               "#elif defined(__clang__)\n#pragma clang diagnostic pop\n"
+               "#elif defined(__GNUC__)\n#pragma GCC diagnostic pop\n#endif\n"
+               f"/* {SUPPORT_MARK} */\n\n")
+
+
+# Prelude helpers emitted only when the code after the prelude calls them: an unused static
+# function is a warning (-Wunused-function) in the user's file.
+OPTIONAL_HELPERS = ("kf_min", "kf_max", "kf_floordiv", "kf_disjoint", "kf_row_stride",
+                    "kf_rows_uniform", "kf_isfinite_s", "kf_isfinite_d", "kf_all_finite_s",
+                    "kf_all_finite_d", "kf_alloc64", "kf_scratch_take", "kf_cpu_any", "kf_streq",
+                    "kf_getenv")
+
+
+def helpers_called(code: str | None) -> frozenset[str]:
+    """The optional helpers `code` calls (None: all of them)."""
+    if code is None:
+        return frozenset(OPTIONAL_HELPERS)
+    return frozenset(h for h in OPTIONAL_HELPERS if re.search(rf"\b{h}\b", code))
+
+
+def render_prelude(plans: list, helpers: frozenset[str] | None = None) -> str:
+    """The prelude, with the helpers named (None: every one)."""
     headers = sorted({h for p in _kernel_plans(plans) for h in p.target.headers})
-    return environment().get_template("prelude.c.j2").render(version=__version__, headers=headers)
+    return environment().get_template("prelude.c.j2").render(
+        version=__version__, headers=headers, gcc_quiet=GCC_QUIET,
+        scratch_bytes=scratch_bytes(_kernel_plans(plans)),
+        helpers=helpers_called(None) if helpers is None else helpers)
+
+
+def scratch_bytes(plans: list[KernelPlan]) -> int:
+    """The thread's scratch block: the largest packing buffer a driver takes from it (0: none)."""
+    sizes = [max(p.stack_elems, p.direct_kc * p.nr if p.direct else 0) * p.dtype.in_size
+             for p in plans if p.stack_elems]
+    return -(-max(sizes, default=0) // 64) * 64
+
+
+def render_cpu_checks(plans: list[KernelPlan], conditions: dict[str, set[str]]) -> list[str]:
+    """Each target's run-time CPU check, once, compiled where a driver that calls it is."""
+    checks: dict[str, KernelPlan] = {}
+    where: dict[str, set[str]] = {}
+    for plan in plans:
+        checks.setdefault(plan.cpu_check_name, plan)
+        where.setdefault(plan.cpu_check_name, set()).update(conditions.get(plan.driver_name, {"1"}))
+    return [_conditional(environment().get_template("cpu_check.c.j2").render(plan=plan),
+                         where[name]) for name, plan in checks.items()]
+
+
+def _conditional(text: str, conditions: set[str]) -> str:
+    if "1" in conditions:
+        return text
+    return f"#if {' || '.join(sorted(conditions))}\n{text}#endif\n"
 
 
 def render_driver(plan: KernelPlan) -> str:
@@ -84,9 +156,10 @@ def render_dispatch(plan: DispatchPlan) -> str:
     return environment().get_template("dispatch.c.j2").render(plan=plan)
 
 
-def render_support(plans: list) -> str:
+def render_support(plans: list, uses: str | None = None) -> str:
     """Prelude, one driver (with its kernel and packing routines) per distinct kernel plan, and
-    the dispatching drivers that choose among them."""
+    the dispatching drivers that choose among them.  `uses`: the code calling them (the call
+    sites), so that the prelude holds only the helpers something calls; None: all of them."""
     seen: dict[str, KernelPlan] = {}
     for plan in _kernel_plans(plans):
         seen.setdefault(plan.driver_name, plan)
@@ -96,12 +169,28 @@ def render_support(plans: list) -> str:
         for sub, condition in (zip(plan.plans, plan.conditions) if isinstance(plan, DispatchPlan)
                                else [(plan, "1")]):
             conditions[sub.driver_name].add(condition)
-    parts = [render_prelude(list(seen.values()))]
+    parts = render_cpu_checks(list(seen.values()), conditions)
     for name, plan in seen.items():
-        text = render_driver(plan)
-        if "1" not in conditions[name]:
-            text = f"#if {' || '.join(sorted(conditions[name]))}\n{text}#endif\n"
-        parts.append(text)
+        parts.append(_conditional(render_driver(plan), conditions[name]))
     dispatchers = {p.driver_name: p for p in plans if isinstance(p, DispatchPlan)}
     parts += [render_dispatch(plan) for plan in dispatchers.values()]
-    return "\n".join(parts) + "/* ---- end of kernelfarer support code ---- */\n\n"
+    return with_prelude(plans, parts, uses)
+
+
+def with_prelude(plans: list, parts: list[str], uses: str | None) -> str:
+    """The support code: the prelude, then `parts` (kernels, drivers) with the helpers they call.
+    `uses` is the code of the call sites; given, `parts` are compiled only when optimizing and
+    replaced by drivers that decline otherwise (unoptimized.c.j2).  None: everything, always."""
+    body = "\n".join(parts)
+    if uses is None:
+        return "\n".join([render_prelude(plans), body]) + SUPPORT_END
+    at_sites = helpers_called(uses)
+    env = environment()
+    inner = env.get_template("helpers.c.j2").render(
+        helpers=helpers_called(body) - at_sites, scratch_bytes=scratch_bytes(_kernel_plans(plans)))
+    drivers = {p.driver_name: p for p in plans}
+    checks = sorted({p.cpu_check_name for p in plans} - at_sites)
+    fallback = env.get_template("unoptimized.c.j2").render(plans=list(drivers.values()),
+                                                           checks=checks)
+    return "\n".join([render_prelude(plans, at_sites), "#if defined(__OPTIMIZE__)", inner + body,
+                      fallback]) + SUPPORT_END

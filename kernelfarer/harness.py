@@ -198,10 +198,13 @@ def load_subjects(path: str, cppflags: tuple[str, ...] = (), functions: tuple[st
     return subjects
 
 
-def render_harness(path: str, subjects: list[Subject]) -> str:
+def render_harness(path: str, subjects: list[Subject], prelude: bool = True) -> str:
+    """The harness; `prelude`: with the support prelude (every helper), for a variant that has
+    none of its own (a rewritten variant's prelude holds every helper: compare rewrites so)."""
     from kernelfarer import emit, hygiene
     text = emit.environment().get_template("compare_harness.c.j2").render(
-        path=path, subjects=subjects, prelude=emit.render_prelude([]))
+        path=path, subjects=subjects,
+        prelude=emit.render_prelude([]) + emit.SUPPORT_END if prelude else "")
     # the harness's locals avoid every identifier it mentions (the functions' parameters, the
     # spec's expressions)
     used = hygiene.identifiers(hygiene.PLACEHOLDER.sub(" ", text))

@@ -23,6 +23,17 @@ class AstPrinter:
         self.statement = statement
         self.rename = rename or {}
         self.index_type = index_type
+        self.iterators: dict[str, None] = {}     # the loop variables printed, in order
+
+    def block(self, n: isl.AstNode, indent: str = "") -> str:
+        """The AST as a block that declares its loop variables first (C89: no declaration in a
+        `for` header, none after a statement)."""
+        self.iterators = {}
+        body = self.node(n, indent + "    ")
+        if not self.iterators:
+            return body
+        return (f"{indent}{{\n{indent}    {self.index_type} {', '.join(self.iterators)};\n"
+                f"{body}{indent}}}\n")
 
     def expr(self, e: isl.AstExpr) -> str:
         kind = e.get_type()
@@ -62,7 +73,8 @@ class AstPrinter:
             cond = self.expr(n.for_get_cond())
             inc = self.expr(n.for_get_inc())
             body = self.node(n.for_get_body(), indent + "    ")
-            return (f"{indent}for ({self.index_type} {it} = {init}; {cond}; {it} += {inc}) {{\n"
+            self.iterators[it] = None
+            return (f"{indent}for ({it} = {init}; {cond}; {it} += {inc}) {{\n"
                     f"{body}{indent}}}\n")
         if kind == isl.ast_node_type.if_:
             text = f"{indent}if ({self.expr(n.if_get_cond())}) {{\n"

@@ -112,6 +112,7 @@ class KernelPlan:
     direct_bases: tuple[int, ...] = ()
     direct_base_rows: tuple[int, ...] = ()
     direct_policy: DirectPolicy | None = None
+    thin_name: str = ""                 # the thin path (shape.thin), or ""
 
     @property
     def mc(self) -> int:
@@ -351,6 +352,7 @@ def make_plan(target: Target, dtype: DType, *, caches: Caches | None = None,
         **(_direct_rows(shape.direct_mr or shape.mr) if direct else {}),
         direct_policy=direct_policy(dtype, caches, nr=shape.nr,
                                     direct_mr=shape.direct_mr or shape.mr) if direct else None,
+        thin_name=f"{base}_thin" if shape.thin else "",
     )
 
 

@@ -392,7 +392,7 @@ def tile_nest(node: c_ast.For, options: PlutoOptions = PlutoOptions(),
     types = {_GEN._generate_type(lp.decl.type, emit_declname=False) if lp.decl is not None
              else f"__typeof__({lp.var})" for lp in band_loops}
     index_type = types.pop() if len(types) == 1 else "kf_index"
-    code = AstPrinter(statement, index_type=index_type).node(ast, indent)
+    code = AstPrinter(statement, index_type=index_type).block(ast, indent)
     depth = _depth(ast)
     return TiledNest(code=code, params=tuple((k, v) for k, v in params.items()
                                              if k.startswith("kf_lo") or k.startswith("kf_hi")),
@@ -446,5 +446,5 @@ class PlutoStyleBackend(Backend):
                 f", second level {self.options.second_level}" if self.options.second_level else "")
              + f"; point loops {' '.join(tiled.point_order)}")))
 
-    def support(self, plans: list) -> str:
-        return emit.render_prelude([]) + "/* ---- end of kernelfarer support code ---- */\n\n"
+    def support(self, plans: list, uses: str | None = None) -> str:
+        return emit.render_prelude([], emit.helpers_called(uses)) + emit.SUPPORT_END

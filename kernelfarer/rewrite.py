@@ -24,6 +24,9 @@ class RewriteOptions:
     # What a nest is replaced with: a name of backends.BACKENDS ("kernelfarer", "blas", ...) or a
     # backends.Backend (kernelfarer compare's baselines).
     backend: object = "kernelfarer"
+    # Every prelude helper, whatever the call sites use, and the kernels at -O0 too (kernelfarer
+    # compare appends code of its own that uses them).
+    every_helper: bool = False
 
 
 @dataclass
@@ -152,7 +155,9 @@ def _rewrite_file(path: str, options: RewriteOptions) -> RewriteResult:
         remarks.append(Remark(location, "gemm", True, "", details))
     text = source.text
     if edits:
-        support = backend.support(list(used.values()))
+        support = backend.support(list(used.values()),
+                                  uses=None if options.every_helper
+                                  else "\n".join(e.text for e in edits))
         clash = names.collisions(support)
         if clash:
             # The support code's file-scope names cannot move: leave the file as it is.

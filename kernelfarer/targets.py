@@ -78,6 +78,8 @@ class KernelShape:
                                  # then runs small and narrow problems without packing
     direct_mr: int = 0           # rows of the direct kernel's register tile (default: mr); it
                                  # has its own code for every height 1..direct_mr
+    thin: bool = False           # the driver has the thin path (kernels/x86_thin.c.j2) for C
+                                 # of at most four rows or columns
 
     def __post_init__(self) -> None:
         if self.nr % self.lanes:
@@ -142,7 +144,7 @@ _AVX512 = {
                  set1="_mm512_set1_ps", setzero="_mm512_setzero_ps",
                  maskload="_mm512_maskz_loadu_ps", maskstore="_mm512_mask_storeu_ps",
                  mask="__mmask16"),
-        direct=True, direct_mr=8,
+        direct=True, thin=True, direct_mr=8,
     ),
     DType.F64: KernelShape(
         mr=12, nr=16, lanes=8, template="kernels/x86_avx512.c.j2",
@@ -151,7 +153,7 @@ _AVX512 = {
                  set1="_mm512_set1_pd", setzero="_mm512_setzero_pd",
                  maskload="_mm512_maskz_loadu_pd", maskstore="_mm512_mask_storeu_pd",
                  mask="__mmask8"),
-        direct=True, direct_mr=8,
+        direct=True, thin=True, direct_mr=8,
     ),
 }
 
@@ -165,7 +167,7 @@ _AVX2 = {
                  maskload="_mm256_maskload_ps", maskstore="_mm256_maskstore_ps", mask="__m256i",
                  mask_set1="_mm256_set1_epi32", mask_cmpgt="_mm256_cmpgt_epi32", mask_int="int",
                  mask_iota="_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)"),
-        direct=True,
+        direct=True, thin=True,
     ),
     DType.F64: KernelShape(
         mr=6, nr=8, lanes=4, template="kernels/x86_avx2.c.j2",
@@ -176,7 +178,7 @@ _AVX2 = {
                  maskload="_mm256_maskload_pd", maskstore="_mm256_maskstore_pd", mask="__m256i",
                  mask_set1="_mm256_set1_epi64x", mask_cmpgt="_mm256_cmpgt_epi64",
                  mask_int="long long", mask_iota="_mm256_setr_epi64x(0, 1, 2, 3)"),
-        direct=True,
+        direct=True, thin=True,
     ),
 }
 

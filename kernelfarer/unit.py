@@ -106,7 +106,8 @@ class _Walker:
         self._index_fors(func.body)
         scope.push()
         params = getattr(func.decl.type, "args", None)
-        for param in (params.params if params else []):
+        # A K&R definition lists names in the declarator and declares them after it.
+        for param in [*(params.params if params else []), *(func.param_decls or [])]:
             if isinstance(param, c_ast.Decl):
                 scope.declare_param(param)
         self.statement(func.body, scope, depth=0)

@@ -91,6 +91,7 @@ void t_kernel(long k, const {I} *a, const {I} *b, {T} *c, long ldc, long m, long
 void t_direct(long k, const {I} *a, long rsa, long csa, const {I} *b, long rsb, {T} *c, long ldc,
               long m, long n, {T} alpha, {T} beta, int load_c);
 extern long kernelfarer_direct_calls;
+extern long kernelfarer_thin_calls;
 """
 
 
@@ -103,6 +104,8 @@ def library_source(plan: KernelPlan) -> str:
         text += DIRECT_WRAPPER.format(**names)
     else:
         text += "long kernelfarer_direct_calls;\n"
+    if not plan.thin_name:
+        text += "long kernelfarer_thin_calls;\n"
     return text
 
 
@@ -190,6 +193,10 @@ class Library:
     def direct_calls(self) -> int:
         return self.lib.kernelfarer_direct_calls
 
+    @property
+    def thin_calls(self) -> int:
+        return self.lib.kernelfarer_thin_calls
+
     def gemm(self, rng, m, n, k, *, ta=False, tb=False, pad=0, cpad=0, alpha=1, beta=1,
              load_c=1, nan_c=False, bpad=None):
         """One driver call on fresh operands; asserts the exact result."""
@@ -274,10 +281,13 @@ def variant_plan(target: str, dtype: DType, variant: str) -> KernelPlan:
     plan = make_plan(real, dtype)
     if variant.startswith("tiny"):
         plan = make_plan(real, dtype, overrides=tiny_blocks(plan))
-    if variant.endswith("packed"):
-        plan = replace(plan, direct=False)
+    if variant == "no-thin":
+        plan = replace(plan, thin_name="")
+    elif variant.endswith("packed"):
+        plan = replace(plan, direct=False, thin_name="")
     elif variant.endswith("direct"):
-        plan = replace(plan, direct_policy=replace(plan.direct_policy, elems=1 << 60))
+        plan = replace(plan, direct_policy=replace(plan.direct_policy, elems=1 << 60),
+                       thin_name="")
     return emulated(plan) if target == EMULATED else plan
 
 
@@ -444,16 +454,18 @@ def test_driver_paths(builds, target, dtype, variant) -> None:
     skip_unless_runs(target)
     lib = builds.library(target, dtype, variant)
     sizes = edge_sizes(lib.plan)
-    before = lib.direct_calls
+    before, thin_before = lib.direct_calls, lib.thin_calls
     assert check_driver(lib, sizes, seed=len(sizes)) == len(sizes)
-    direct = lib.direct_calls - before
+    direct, thin = lib.direct_calls - before, lib.thin_calls - thin_before
     if variant.endswith("packed"):
-        assert direct == 0
+        assert direct == 0 and thin == 0
     elif variant.endswith("direct"):
-        assert direct == len(sizes)
+        assert direct == len(sizes) and thin == 0
     else:
-        # these sizes are small or narrow: direct (test_small_problem_switch crosses the line)
+        # these sizes are small or narrow: direct (test_small_problem_switch crosses the line),
+        # and with C of at most four rows or columns, thin where the target has that path
         assert direct > 0
+        assert (thin > 0) == bool(lib.plan.thin_name)
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
@@ -478,9 +490,10 @@ def test_beta_zero_keeps_nan(builds, target, dtype) -> None:
     """beta = 0 with load_c: C is read, and 0 * NaN stays NaN, like the original loop."""
     skip_unless_runs(target)
     rng = np.random.default_rng(4)
-    for variant in ("packed", "direct"):
+    for variant in ("default", "packed", "direct"):
         lib = builds.library(target, dtype, variant)
-        for m, n, k in ((1, 1, 1), (7, 13, 5), (lib.plan.mr, lib.plan.nr, 9)):
+        for m, n, k in ((1, 1, 1), (3, 40, 20), (40, 2, 20), (7, 13, 5),
+                        (lib.plan.mr, lib.plan.nr, 9)):
             lib.gemm(rng, m, n, k, alpha=1, beta=0, load_c=1, nan_c=True)
 
 
@@ -491,7 +504,7 @@ def test_small_problem_switch(builds, target, dtype) -> None:
     and B fit in L2 (`elems`), A's kc block fits a quarter of L2 (`a_elems`), a few column panels
     (`n_max`).  The cases come from the policy, so they hold for any cache geometry."""
     skip_unless_runs(target)
-    lib = builds.library(target, dtype, "default")
+    lib = builds.library(target, dtype, "no-thin")    # the thin path would take m == 1
     cases = policy_cases(lib.plan)
     rng = np.random.default_rng(5)
     for (m, n, k), direct in cases:
@@ -597,15 +610,20 @@ _INSN = re.compile(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*?)\s*$")
 _BRANCH = re.compile(r"(?:0x)?([0-9a-f]+) <[^>]+>")
 
 
-def k_loops(obj: Path, work: str) -> list[list[str]]:
+def k_loops(obj: Path, work: str, skip: str = r"_thin") -> list[list[str]]:
     """The innermost loops of the object that contain `work` instructions and no call, each with
     its stack accesses (rsp-relative, or rbp-relative in a function that keeps a frame pointer)
-    first: ([stack accesses], [instructions])."""
+    first: ([stack accesses], [instructions]).  Functions whose name matches `skip` are left out
+    (the thin path's C updates, laid out apart from its k loops, look like loops of their own)."""
     out = run([OBJDUMP, "-d", "--no-show-raw-insn", str(obj)]).stdout
     functions: list[list[tuple[int, str]]] = []
+    keep = False
     for line in out.splitlines():
         if line.endswith(">:"):
+            keep = not re.search(skip, line)
             functions.append([])
+        elif not keep:
+            continue
         elif (m := _INSN.match(line)) and functions:
             functions[-1].append((int(m.group(1), 16), f"{m.group(2)} {m.group(3)}".strip()))
     loops = []
@@ -702,7 +720,8 @@ def test_constant_sizes(tmp_path, target, dtype) -> None:
     import cffi
     ffi = cffi.FFI()
     ffi.cdef("".join(f"void gemm_{m}x{n}x{k}(const {t} *, const {t} *, {t} *);\n"
-                     for m, n, k in CONST_SHAPES) + "extern long kernelfarer_direct_calls;")
+                     for m, n, k in CONST_SHAPES)
+             + "extern long kernelfarer_direct_calls; extern long kernelfarer_thin_calls;")
     lib = ffi.dlopen(str(lib_path))
     rng = np.random.default_rng(8)
     np_t = NUMPY[dtype]
@@ -711,9 +730,11 @@ def test_constant_sizes(tmp_path, target, dtype) -> None:
         b = random_ints(rng, (k, n)).astype(np_t)
         c = random_ints(rng, (m, n)).astype(np_t)
         want = c.astype(np.int64) + a.astype(np.int64) @ b.astype(np.int64)
-        before = lib.kernelfarer_direct_calls
+        before = lib.kernelfarer_direct_calls + lib.kernelfarer_thin_calls
         getattr(lib, f"gemm_{m}x{n}x{k}")(ffi.from_buffer(f"{t}[]", a),
                                           ffi.from_buffer(f"{t}[]", b),
                                           ffi.from_buffer(f"{t}[]", c))
         assert np.array_equal(c, want), (m, n, k)
-        assert lib.kernelfarer_direct_calls - before == int(m > 0), (m, n, k)
+        # small: the direct path, or the thin one for C of at most four rows or columns
+        assert lib.kernelfarer_direct_calls + lib.kernelfarer_thin_calls - before == int(m > 0), \
+            (m, n, k)
