@@ -57,6 +57,8 @@ bench: deps bench-deps
 	OPENBLAS_NUM_THREADS=1 $(PY) bench/bench_gemm.py
 	$(PY) bench/mca_kernels.py
 	$(PY) bench/compile_time.py
+	OPENBLAS_NUM_THREADS=1 $(PY) bench/thin_shapes.py
+	$(PY) bench/cc_overhead.py
 
 # Measure this machine's best cache blocks (about a minute); rewrites here use them afterwards.
 tune: deps

@@ -143,7 +143,7 @@ _AVX512 = {
                  fmadd="_mm512_fmadd_ps", mul="_mm512_mul_ps", add="_mm512_add_ps",
                  set1="_mm512_set1_ps", setzero="_mm512_setzero_ps",
                  maskload="_mm512_maskz_loadu_ps", maskstore="_mm512_mask_storeu_ps",
-                 mask="__mmask16"),
+                 mask="__mmask16", reduce="_mm512_reduce_add_ps"),
         direct=True, thin=True, direct_mr=8,
     ),
     DType.F64: KernelShape(
@@ -152,7 +152,7 @@ _AVX512 = {
                  fmadd="_mm512_fmadd_pd", mul="_mm512_mul_pd", add="_mm512_add_pd",
                  set1="_mm512_set1_pd", setzero="_mm512_setzero_pd",
                  maskload="_mm512_maskz_loadu_pd", maskstore="_mm512_mask_storeu_pd",
-                 mask="__mmask8"),
+                 mask="__mmask8", reduce="_mm512_reduce_add_pd"),
         direct=True, thin=True, direct_mr=8,
     ),
 }

@@ -253,6 +253,8 @@ static inline kf_emu_vec kf_emu_maskload(kf_emu_mask k, const {T} *p)
 {{ kf_emu_vec r; int i; for (i = 0; i < {L}; ++i) r.v[i] = (k >> i) & 1 ? p[i] : 0; return r; }}
 static inline void kf_emu_maskstore({T} *p, kf_emu_mask k, kf_emu_vec a)
 {{ int i; for (i = 0; i < {L}; ++i) if ((k >> i) & 1) p[i] = a.v[i]; }}
+static inline __attribute__((unused)) {T} kf_emu_reduce(kf_emu_vec a)  /* the thin path only */
+{{ {T} s = 0; int i; for (i = 0; i < {L}; ++i) s += a.v[i]; return s; }}
 static inline kf_emu_vec kf_emu_fmadd(kf_emu_vec a, kf_emu_vec b, kf_emu_vec c)
 {{ int i; for (i = 0; i < {L}; ++i) c.v[i] += a.v[i] * b.v[i]; return c; }}
 static inline kf_emu_vec kf_emu_mul(kf_emu_vec a, kf_emu_vec b)
@@ -265,7 +267,8 @@ static inline kf_emu_vec kf_emu_setzero(void) {{ return kf_emu_set1(0); }}
 
 def emulated(plan: KernelPlan) -> KernelPlan:
     isa = {**plan.isa, **{name: f"kf_emu_{name}" for name in (
-        "load", "store", "maskload", "maskstore", "fmadd", "mul", "set1", "setzero")},
+        "load", "store", "maskload", "maskstore", "fmadd", "mul", "set1", "setzero",
+        "reduce")},
         "vec": "kf_emu_vec", "mask": "kf_emu_mask"}
     return replace(plan, isa=isa, attribute="")
 
