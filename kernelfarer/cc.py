@@ -185,12 +185,17 @@ class Outcome:
     nests: list[dict] = field(default_factory=list)
 
 
-def _rewrite_one(path: str, cppflags: tuple[str, ...], target: str) -> Outcome:
+def _rewrite_one(path: str, cppflags: tuple[str, ...], target: str, quick: bool) -> Outcome:
     from kernelfarer.diagnostics import KernelfarerError
-    from kernelfarer.frontend import SourceText
-    from kernelfarer.rewrite import RewriteOptions, rewrite_file
+    from kernelfarer import cpp, prefilter
     try:
-        result = rewrite_file(path, RewriteOptions(target=target, cppflags=cppflags, verify=False))
+        text = cpp.preprocess(path, cppflags)
+        if quick and not prefilter.may_hold_product_nest(text):
+            return Outcome(path, notes=["no loop nest three deep with a product: not parsed"])
+        from kernelfarer.frontend import SourceText   # the parser and the rest: only now
+        from kernelfarer.rewrite import RewriteOptions, rewrite_file
+        result = rewrite_file(path, RewriteOptions(target=target, cppflags=cppflags, verify=False),
+                              preprocessed=text)
     except KernelfarerError as exc:
         return Outcome(path, error=exc.message,
                        where=str(exc.location) if exc.location is not None else None)
@@ -210,9 +215,10 @@ def _rewrite_one(path: str, cppflags: tuple[str, ...], target: str) -> Outcome:
 
 
 def rewrite_sources(paths: list[str], cppflags: tuple[str, ...], target: str,
-                    timeout: float) -> list[Outcome]:
+                    timeout: float, quick: bool = True) -> list[Outcome]:
     """Rewrite each file in a forked child (a crash or a hang of the rewriter cannot take the
-    build with it); on timeout the child and its preprocessors are killed."""
+    build with it); on timeout the child and its preprocessors are killed.  `quick`: files
+    without a loop nest that multiplies are not parsed (see RewriteOptions.quick_reject)."""
     import pickle
     import select
     import signal
@@ -232,7 +238,7 @@ def rewrite_sources(paths: list[str], cppflags: tuple[str, ...], target: str,
             results = []
             for path in paths:
                 try:
-                    results.append(_rewrite_one(path, cppflags, target))
+                    results.append(_rewrite_one(path, cppflags, target, quick))
                 except Exception as exc:          # a bug of ours: reported, never fatal
                     results.append(Outcome(path, error=f"internal error ({type(exc).__name__}: "
                                                        f"{exc})"))
@@ -370,7 +376,10 @@ class Job:
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
         timeout = float(os.environ.get("KERNELFARER_TIMEOUT") or DEFAULT_TIMEOUT)
         target = os.environ.get("KERNELFARER_TARGET") or default_build_target(cmd.cppflags)
-        outcomes = rewrite_sources([s.path for s in todo], tuple(cmd.cppflags), target, timeout)
+        # remarks and reports describe every nest: only without them are files skimmed
+        quick = not (self.remarks or self.report_dir)
+        outcomes = rewrite_sources([s.path for s in todo], tuple(cmd.cppflags), target, timeout,
+                                   quick)
         chosen = []
         for src, outcome in zip(todo, outcomes):
             if outcome.error is not None:

@@ -22,10 +22,34 @@ from kernelfarer.spec import CInit, GemmSpec
 from kernelfarer.transforms import blocking
 
 
+class _BytecodeCache(jinja2.FileSystemBytecodeCache):
+    """Compiled templates kept between runs (a wrapped build starts one process per file, and
+    compiling the templates costs it about half a second); a cache that cannot be written is
+    only slower."""
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    from kernelfarer.hostinfo import PROFILE_DIR_ENV, profile_dir
+    directory = profile_dir(os.environ.get(PROFILE_DIR_ENV) or None) / "templates"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return _BytecodeCache(str(directory))
+
+
 @functools.lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
+    """The templates' environment, one per process (it holds the compiled templates)."""
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(os.path.dirname(templates.__file__)),
+        bytecode_cache=_bytecode_cache(),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -96,13 +120,14 @@ OPTIONAL_HELPERS = ("kf_min", "kf_max", "kf_floordiv", "kf_disjoint", "kf_row_st
                     "kf_rows_uniform", "kf_isfinite_s", "kf_isfinite_d", "kf_all_finite_s",
                     "kf_all_finite_d", "kf_alloc64", "kf_scratch_take", "kf_cpu_any", "kf_streq",
                     "kf_getenv")
+_HELPER_NAMES = re.compile(r"\b(?:%s)\b" % "|".join(OPTIONAL_HELPERS))
 
 
 def helpers_called(code: str | None) -> frozenset[str]:
     """The optional helpers `code` calls (None: all of them)."""
     if code is None:
         return frozenset(OPTIONAL_HELPERS)
-    return frozenset(h for h in OPTIONAL_HELPERS if re.search(rf"\b{h}\b", code))
+    return frozenset(_HELPER_NAMES.findall(code))
 
 
 def render_prelude(plans: list, helpers: frozenset[str] | None = None) -> str:

@@ -25,66 +25,7 @@ from kernelfarer import parsefix
 from kernelfarer.scan import Token, tokenize
 from kernelfarer.toolchain import clang_path
 
-# Spelled for the preprocessor only: GNU/clang extensions in real headers that pycparser rejects.
-_EXTENSION_DEFINES = (
-    "-D__attribute__(x)=",
-    "-D__extension__=",
-    "-D__builtin_offsetof=offsetof",   # pycparser knows offsetof (clang's <stddef.h> spells it so)
-    "-D__auto_type=__kf_auto",        # an opaque type (kf_parse_stubs.h): never taken for a number
-    "-Dtypeof(x)=__kf_auto",          # types the parser cannot work out: opaque too
-    "-D__typeof(x)=__kf_auto",
-    "-D__restrict=restrict",
-    "-D__restrict__=restrict",
-    "-D__inline=inline",
-    "-D__inline__=inline",
-    "-D__builtin_va_list=void*",
-    "-D__volatile__=volatile",
-    "-D__signed__=signed",
-    "-D__const=const",
-    "-D__typeof__(x)=__kf_auto",
-    "-D_Nullable=",
-    "-D_Nonnull=",
-    "-D__declspec(x)=",
-    "-D_Float16=__kf_float16",      # typedefs of kf_parse_stubs.h: the recognizer sees what
-    "-D__bf16=__kf_bfloat16",       # they are (ctype.py), and refuses them by name
-    "-D__KERNELFARER__=1",
-)
-
-_CPP_TIMEOUT = 120
-
-
-_STUBS = os.path.join(os.path.dirname(__file__), "include", "kf_parse_stubs.h")
-
-
-def preprocess(path: str, cppflags: tuple[str, ...] = ()) -> str:
-    """Run clang -E on the user's file with the user's flags; errors come back in clang's words."""
-    cmd = [clang_path(), "-E", *_EXTENSION_DEFINES, "-include", _STUBS, *cppflags, path]
-    try:
-        done = subprocess.run(cmd, capture_output=True, timeout=_CPP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        raise KernelfarerError("preprocessing timed out", SourceLocation(path, 0, 0)) from None
-    stdout = done.stdout.decode("utf-8", errors="surrogateescape")
-    stderr = done.stderr.decode("utf-8", errors="replace")
-    if done.returncode != 0:
-        first = next((ln for ln in stderr.splitlines() if "error" in ln), stderr.strip())
-        where = re.match(r"(.+?):(\d+):(\d+): (?:fatal )?error: (.*)", first)
-        if where:
-            raise KernelfarerError(f"does not preprocess: {where[4]}", SourceLocation(
-                where[1], int(where[2]), int(where[3])))
-        raise KernelfarerError(f"does not preprocess: {first}", SourceLocation(path, 0, 0))
-    return stdout
-
-
-def defined_macros(path: str, cppflags: tuple[str, ...] = ()) -> frozenset[str]:
-    """Names of the macros defined at the end of the user's file (user and system ones)."""
-    cmd = [clang_path(), "-E", "-dM", *_EXTENSION_DEFINES, *cppflags, path]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=_CPP_TIMEOUT)
-    names = set()
-    for line in done.stdout.splitlines():
-        parts = line.split(None, 2)
-        if len(parts) >= 2 and parts[0] == "#define":
-            names.add(parts[1].split("(", 1)[0])
-    return frozenset(names)
+from kernelfarer.cpp import defined_macros, preprocess  # noqa: F401 (frontend's API)
 
 
 def parse(text: str, path: str) -> c_ast.FileAST:
@@ -252,10 +193,12 @@ class TranslationUnit:
     skipped: tuple = ()      # parsefix.Skipped: functions the parser could not read, left out
 
 
-def load(path: str, cppflags: tuple[str, ...] = ()) -> TranslationUnit:
+def load(path: str, cppflags: tuple[str, ...] = (), *,
+         preprocessed: str | None = None) -> TranslationUnit:
+    """The file parsed (`preprocessed`: its text after `preprocess`, when already at hand)."""
     from kernelfarer.hygiene import identifiers
     source = SourceText.read(path)
-    text = preprocess(path, cppflags)
+    text = preprocessed if preprocessed is not None else preprocess(path, cppflags)
     ast, skipped = parsefix.parse(text, path)
     return TranslationUnit(source=source, ast=ast, identifiers=identifiers(text),
                            skipped=tuple(skipped))

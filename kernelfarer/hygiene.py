@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kernelfarer.scan import tokenize
+from kernelfarer.scan import identifiers as _identifiers
 
 PLACEHOLDER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -56,11 +56,11 @@ class Names:
 
     def collisions(self, support: str) -> list[str]:
         """File-scope names of the support code the file already uses."""
-        ours = {t.text for t in tokenize(support) if t.kind == "ident"
-                and (t.text.startswith(("kf_", "KF_", "kernelfarer_")))}
+        ours = {name for name in _identifiers(support)
+                if name.startswith(("kf_", "KF_", "kernelfarer_"))}
         return sorted(ours & self.used)
 
 
 def identifiers(text: str) -> frozenset[str]:
-    """The identifiers of a (preprocessed) C text."""
-    return frozenset(t.text for t in tokenize(text) if t.kind == "ident")
+    """The identifiers of a (preprocessed) C text (and the words of its directives)."""
+    return _identifiers(text)

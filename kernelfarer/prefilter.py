@@ -7,8 +7,10 @@ milliseconds: comments, string and character literals and preprocessor lines are
 the scan follows braces to find how deeply `for`, `while` and `do` loops nest.
 
 The scan may say yes wrongly (the full rewrite then finds nothing), never no wrongly: a loop
-whose body is not a braced block is taken to run to the end of the enclosing block, and anything
-the scan cannot follow (unbalanced braces or parentheses) counts as a candidate.
+whose body is a braced block ends at its brace, one whose body is an expression statement at its
+semicolon, one whose body is a loop with it; any other body (an `if`, a statement expression) is
+taken to run to the end of the enclosing block, and anything the scan cannot follow (unbalanced
+braces or parentheses) counts as a candidate.
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ _TOKENS = re.compile(rb"\b(?:for|while|do)\b|[{}]")
 _PARENS = re.compile(rb"[()]")
 _SPACE = re.compile(rb"\s*")
 _CANNOT_FOLLOW = 1 << 20
+_WORD = re.compile(rb"[A-Za-z_]\w*")
+_LOOP_WORD = re.compile(rb"\b(?:for|while|do)\b")
+_STATEMENT = re.compile(rb"[;()\[\]{}]")
+_STATEMENT_WORDS = {b"if", b"else", b"switch", b"case", b"default", b"return", b"break",
+                    b"continue", b"goto", b"asm", b"__asm__", b"__asm"}
 
 
 def _header_end(code: bytes, at: int) -> int:
@@ -40,14 +47,52 @@ def _header_end(code: bytes, at: int) -> int:
     return -1
 
 
-def deepest_loop_nest(text: bytes) -> int:
-    """How many loops nest at the deepest point of `text` (an over-estimate, see above); a large
-    number when the text cannot be followed."""
-    code = _NOT_CODE.sub(b" ", text)
+def _blank(text: bytes) -> bytes:
+    """`text` with comments, literals and directives turned into spaces (offsets kept)."""
+    return _NOT_CODE.sub(lambda m: b" " * len(m.group()), text)
+
+
+def _statement_end(code: bytes, at: int) -> int:
+    """The position after the `;` that ends the expression statement starting at `at`, or -1
+    when a brace comes first (a statement expression or compound literal may hold loops) or a
+    loop keyword is in it."""
+    depth = 0
+    for m in _STATEMENT.finditer(code, at):
+        tok = m.group()
+        if tok in b"([":
+            depth += 1
+        elif tok in b")]":
+            depth -= 1
+        elif tok == b";":
+            if depth <= 0:
+                end = m.end()
+                # a loop keyword inside (after a label, say) is a statement of its own
+                return -1 if _LOOP_WORD.search(code, at, end) else end
+        else:
+            return -1
+    return -1
+
+
+_CHAIN = -1      # a loop whose body is a single loop: it ends when that one does
+
+
+def loop_nests(text: bytes) -> list[tuple[int, int, int]] | None:
+    """The outermost loops of `text` as (start, end, depth): where each begins and ends in the
+    text with comments, literals and directives blanked (same offsets), and how many loops nest
+    at its deepest point (over-estimates, see above); None when the text cannot be followed."""
+    code = _blank(text)
     depth = 0                 # braces open
-    ends: list[int] = []      # for each open loop: the brace depth below which it has ended
-    deepest = 0
-    resume = 0                # tokens before this position are inside a loop header
+    # for each open loop: the brace depth below which it has ended, or _CHAIN
+    ends: list[int] = []
+    nests: list[list[int]] = []
+    resume = 0                # tokens before this position are inside a loop header or statement
+
+    def close(at: int) -> None:
+        while ends and ends[-1] == _CHAIN:        # loops whose only statement just ended
+            ends.pop()
+        if not ends:
+            nests[-1][1] = at
+
     for m in _TOKENS.finditer(code):
         if m.start() < resume:
             continue
@@ -57,9 +102,11 @@ def deepest_loop_nest(text: bytes) -> int:
         elif tok == b"}":
             depth -= 1
             if depth < 0:
-                return _CANNOT_FOLLOW
-            while ends and ends[-1] > depth:
-                ends.pop()
+                return None
+            if ends and ends[-1] > depth:
+                while ends and ends[-1] > depth:
+                    ends.pop()
+                close(m.end())
         else:
             after = _SPACE.match(code, m.end()).end()
             if tok != b"do":
@@ -67,14 +114,56 @@ def deepest_loop_nest(text: bytes) -> int:
                     continue              # not a loop header (e.g. a macro argument)
                 after = _header_end(code, after)
                 if after < 0:
-                    return _CANNOT_FOLLOW
+                    return None
                 resume = after
                 after = _SPACE.match(code, after).end()
                 if tok == b"while" and code[after:after + 1] == b";":
                     continue              # the end of a do-while (or an empty loop)
-            ends.append(depth + 1 if code[after:after + 1] == b"{" else depth)
-            deepest = max(deepest, len(ends))
-    return deepest if depth == 0 else _CANNOT_FOLLOW
+            if not ends:
+                nests.append([m.start(), len(code), 0])
+            nests[-1][2] = max(nests[-1][2], len(ends) + 1)
+            word = _WORD.match(code, after)
+            word = word.group() if word else b""
+            if code[after:after + 1] == b"{":
+                ends.append(depth + 1)
+            elif word in (b"for", b"while", b"do"):
+                ends.append(_CHAIN)
+            elif word in _STATEMENT_WORDS or code[after:after + 1] in (b"", b"}"):
+                ends.append(depth)        # if, switch, ...: taken to run to the block's end
+            else:                         # an expression statement (or an empty one)
+                end = _statement_end(code, after)
+                if end < 0:
+                    ends.append(depth)
+                else:
+                    resume = end
+                    ends.append(_CHAIN)   # ended with its statement
+                    close(end)
+    if depth != 0:
+        return None
+    return [(start, end, deepest) for start, end, deepest in nests]
+
+
+def deepest_loop_nest(text: bytes) -> int:
+    """How many loops nest at the deepest point of `text` (an over-estimate, see above); a large
+    number when the text cannot be followed."""
+    nests = loop_nests(text)
+    if nests is None:
+        return _CANNOT_FOLLOW
+    return max((deepest for _, _, deepest in nests), default=0)
+
+
+def may_hold_product_nest(preprocessed: str) -> bool:
+    """False only when no loop nest of a preprocessed file (headers included, macros expanded)
+    is three deep with a `*` in it: a GEMM multiplies, and the recognizer sees a product only
+    as the `*` operator (a call hides it).  The full parse of such a file is skipped."""
+    text = preprocessed.encode("utf-8", "surrogateescape")
+    if b"*" not in text:
+        return False
+    nests = loop_nests(text)
+    if nests is None:
+        return True
+    code = _blank(text)
+    return any(deepest >= MIN_DEPTH and b"*" in code[start:end] for start, end, deepest in nests)
 
 
 def may_hold_nest(path: str) -> bool:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from kernelfarer import frontend, hygiene, targets
 from kernelfarer.diagnostics import KernelfarerError, Remark, SourceLocation
 from kernelfarer.plan import KernelPlan, make_dispatch_plan, make_plan
-from kernelfarer.scan import tokenize
+from kernelfarer.scan import identifiers
 from kernelfarer.spec import CInit, GemmSpec
 from kernelfarer.toolchain import clang_path
 from kernelfarer.unit import find_candidates
@@ -27,7 +27,6 @@ class RewriteOptions:
     # Every prelude helper, whatever the call sites use, and the kernels at -O0 too (kernelfarer
     # compare appends code of its own that uses them).
     every_helper: bool = False
-
 
 @dataclass
 class RewriteResult:
@@ -51,11 +50,13 @@ class _Edit:
     text: str
 
 
-def rewrite_file(path: str, options: RewriteOptions = RewriteOptions()) -> RewriteResult:
-    """The file with its GEMM nests replaced (see `_rewrite_file`).  Real code holds expressions
+def rewrite_file(path: str, options: RewriteOptions = RewriteOptions(), *,
+                 preprocessed: str | None = None) -> RewriteResult:
+    """The file with its GEMM nests replaced (see `_rewrite_file`; `preprocessed`: the file's
+    text after cpp.preprocess with options.cppflags, when the caller has it).  Real code holds expressions
     of thousands of terms, which the parser and the analysis walk recursively: the work runs in
     a thread with a large stack and a recursion limit to match."""
-    return _with_deep_recursion(_rewrite_file, path, options)
+    return _with_deep_recursion(_rewrite_file, path, options, preprocessed)
 
 
 _STACK_BYTES = 512 * 1024 * 1024
@@ -89,11 +90,11 @@ def _with_deep_recursion(fn, *args):
     return result[0]
 
 
-def _rewrite_file(path: str, options: RewriteOptions) -> RewriteResult:
+def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None) -> RewriteResult:
     from kernelfarer import backends   # templates load only when something is rewritten
     backend = backends.get_backend(options.backend)
     target = targets.get_target(options.target)
-    tu = frontend.load(path, options.cppflags)
+    tu = frontend.load(path, options.cppflags, preprocessed=preprocessed)
     source = tu.source
     macros = frontend.defined_macros(path, options.cppflags)
     names = hygiene.Names(tu.identifiers | macros)
@@ -211,7 +212,7 @@ def _shield_from_macros(code: str, macros: frozenset[str]) -> str:
     """The support code is inserted after the user's own #defines: an identifier of ours that the
     user defined as a macro (say `#define n 1024`) is saved, undefined and restored around it.
     Reserved names (leading underscore) belong to the implementation and are left alone."""
-    ours = {t.text for t in tokenize(code) if t.kind == "ident" and not t.text.startswith("_")}
+    ours = {name for name in identifiers(code) if not name.startswith("_")}
     clash = sorted(ours & macros)
     if not clash:
         return code

@@ -7,15 +7,15 @@ identifiers, numbers and punctuators.  Every token keeps its offset, line and co
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from typing import NamedTuple
 
 _PUNCT3 = ("<<=", ">>=", "...")
 _PUNCT2 = ("->", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "*=", "/=", "%=",
            "+=", "-=", "&=", "^=", "|=", "##")
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     kind: str      # "ident", "number", "string", "char", "punct", "directive"
     text: str
     offset: int
@@ -24,118 +24,79 @@ class Token:
     column: int
 
 
-def _is_ident_start(ch: str) -> bool:
-    return ch.isalpha() or ch == "_" or ord(ch) > 127
-
-
-def _is_ident_char(ch: str) -> bool:
-    return ch.isalnum() or ch == "_" or ord(ch) > 127
+# One step of the scan: what starts at a position (whitespace first skipped).  Identifier
+# characters are ASCII letters, digits and '_' and every non-ASCII character.
+_IDENT = r"[A-Za-z_\x80-\U0010ffff][0-9A-Za-z_\x80-\U0010ffff]*"
+_STEP = re.compile(r"""[ \t\r\f\v]*(?:
+      (?P<newline>\n)
+    | \\\n                                                   # a line continuation
+    | /\*[\s\S]*?(?:\*/|\Z)                                  # a block comment
+    | //(?:[^\\\n]|\\\n?)*                                   # a line comment (a backslash continues it)
+    | (?P<hash>\#)
+    | (?P<lit>(?:L|u8|u|U)?(?P<quote>["'])(?:[^"'\\\n]|\\[\s\S]?|(?!(?P=quote))["'])*["'\n]?)
+    | (?P<ident>""" + _IDENT + r""")
+    | (?P<number>(?:[0-9]|\.[0-9])(?:[0-9A-Za-z_\x80-\U0010ffff.]|(?<=[eEpP])[+-])*)
+    | (?P<punct>""" + "|".join(re.escape(p) for p in _PUNCT3 + _PUNCT2) + r"""|[^ \t\r\f\v])
+)""", re.X)
+# A directive: the rest of its logical line, block comments (even over several lines) and a
+# trailing line comment included.
+_DIRECTIVE = re.compile(r"\#(?:[^\n\\/]|\\\n|\\|/\*[\s\S]*?(?:\*/|\Z)|//[^\n]*|/)*")
 
 
 def tokenize(text: str) -> list[Token]:
+    """The tokens of `text`, with 1-based lines and columns (counted in characters)."""
     tokens: list[Token] = []
+    append = tokens.append
+    step = _STEP.match
     n = len(text)
     pos = 0
-    line = 1
-    line_start = 0
-    at_line_start = True
-
+    line, line_start, counted = 1, 0, 0      # the newlines before `counted` are in `line`
+    at_line_start = True                     # only whitespace and comments since the last newline
     while pos < n:
-        ch = text[pos]
-        if ch == "\n":
-            line += 1
-            pos += 1
-            line_start = pos
-            at_line_start = True
+        m = step(text, pos)
+        if m is None:                         # trailing whitespace
+            break
+        kind = m.lastgroup
+        if kind is None or kind == "newline":  # a comment, a continuation, a newline
+            at_line_start = at_line_start or kind == "newline"
+            pos = m.end()
             continue
-        if ch in " \t\r\f\v":
-            pos += 1
-            continue
-        if ch == "\\" and pos + 1 < n and text[pos + 1] == "\n":
-            pos += 2
-            line += 1
-            line_start = pos
-            continue
-        if text.startswith("/*", pos):
-            close = text.find("*/", pos + 2)
-            close = n if close < 0 else close + 2
-            line_count = text.count("\n", pos, close)
-            if line_count:
-                line += line_count
-                line_start = text.rfind("\n", pos, close) + 1
-            pos = close
-            continue
-        if text.startswith("//", pos):
-            while pos < n and text[pos] != "\n":
-                if text[pos] == "\\" and pos + 1 < n and text[pos + 1] == "\n":
-                    pos += 1
-                    line += 1
-                    line_start = pos + 1
-                pos += 1
-            continue
-        column = pos - line_start + 1
-        start = pos
-        start_line = line
-        if ch == "#" and at_line_start:
-            # A directive runs to the end of its logical line (comments inside it are skipped).
-            while pos < n and text[pos] != "\n":
-                if text[pos] == "\\" and pos + 1 < n and text[pos + 1] == "\n":
-                    pos += 2
-                    line += 1
-                    line_start = pos
-                    continue
-                if text.startswith("/*", pos):
-                    close = text.find("*/", pos + 2)
-                    close = n if close < 0 else close + 2
-                    line_count = text.count("\n", pos, close)
-                    if line_count:
-                        line += line_count
-                        line_start = text.rfind("\n", pos, close) + 1
-                    pos = close
-                    continue
-                if text.startswith("//", pos):
-                    while pos < n and text[pos] != "\n":
-                        pos += 1
-                    break
-                pos += 1
-            tokens.append(Token("directive", text[start:pos], start, pos, start_line, column))
-            continue
-        at_line_start = False
-        if ch in "\"'":
-            pos += 1
-            while pos < n and text[pos] != ch and text[pos] != "\n":
-                pos += 2 if text[pos] == "\\" else 1
-            pos = min(pos + 1, n)
-            kind = "string" if ch == '"' else "char"
-            tokens.append(Token(kind, text[start:pos], start, pos, start_line, column))
-            continue
-        if _is_ident_start(ch):
-            while pos < n and _is_ident_char(text[pos]):
-                pos += 1
-            # String/char literal prefixes (L"", u8"", ...) belong to the literal.
-            if pos < n and text[pos] in "\"'" and text[start:pos] in ("L", "u", "U", "u8"):
-                quote = text[pos]
-                pos += 1
-                while pos < n and text[pos] != quote and text[pos] != "\n":
-                    pos += 2 if text[pos] == "\\" else 1
-                pos = min(pos + 1, n)
-                tokens.append(Token("string", text[start:pos], start, pos, start_line, column))
-                continue
-            tokens.append(Token("ident", text[start:pos], start, pos, start_line, column))
-            continue
-        if ch.isdigit() or (ch == "." and pos + 1 < n and text[pos + 1].isdigit()):
-            pos += 1
-            while pos < n and (_is_ident_char(text[pos]) or text[pos] == "."
-                               or (text[pos] in "+-" and text[pos - 1] in "eEpP")):
-                pos += 1
-            tokens.append(Token("number", text[start:pos], start, pos, start_line, column))
-            continue
-        for group in (_PUNCT3, _PUNCT2):
-            hit = next((p for p in group if text.startswith(p, pos)), None)
-            if hit:
-                break
+        start = m.start(kind)
+        if kind == "hash":
+            if at_line_start:
+                end = _DIRECTIVE.match(text, start).end()
+                kind = "directive"
+            else:                             # "#" or "##" in a line: a punctuator
+                end = start + (2 if text.startswith("##", start) else 1)
+                kind = "punct"
         else:
-            hit = ch
-        pos += len(hit)
-        tokens.append(Token("punct", hit, start, pos, start_line, column))
+            end = m.end()
+            if kind in ("lit", "quote"):      # prefixed literals (L'x', u8"...") count as strings
+                prefixed = m.start("quote") != start
+                kind = "char" if text[start] == "'" and not prefixed else "string"
+        at_line_start = at_line_start and kind == "directive"
+        if start > counted:
+            newlines = text.count("\n", counted, start)
+            if newlines:
+                line += newlines
+                line_start = text.rfind("\n", counted, start) + 1
+            counted = start
+        append(Token(kind, text[start:end], start, end, line, start - line_start + 1))
+        pos = end
     return tokens
+
+
+_NOT_CODE = re.compile(r"""
+      /\*[\s\S]*?(?:\*/|\Z)
+    | //(?:[^\\\n]|\\\n?)*
+    | (?:\b(?:L|u8|u|U))?"(?:[^"\\\n]|\\[\s\S]?)*"?
+    | (?:\b(?:L|u8|u|U))?'(?:[^'\\\n]|\\[\s\S]?)*'?
+""", re.X)
+_WORD = re.compile(r"\b[^\W\d]\w*")
+
+
+def identifiers(text: str) -> frozenset[str]:
+    """The identifiers of `text`, comments and literals left out: those of its tokens, plus the
+    words of its directives and a few number suffixes (`1.f`) — a superset, found about ten
+    times faster than by `tokenize`, for when only the names matter (which names are taken)."""
+    return frozenset(_WORD.findall(_NOT_CODE.sub(" ", text)))

@@ -171,3 +171,18 @@ def test_epilogue_helpers_are_checked_for_what_they_read(tmp_path) -> None:
         outs.append((np.frombuffer(ffi.buffer(lib.Y), np.float32).copy(), z))
     assert np.array_equal(outs[0][0], outs[1][0])
     assert np.array_equal(outs[0][1], outs[1][1])
+
+
+def test_fast_identifiers_cover_the_tokens():
+    """scan.identifiers (a regex pass) finds every identifier token of the tokenizer, on the
+    samples and on generated support code."""
+    from conftest import SAMPLES
+    from kernelfarer import emit, scan
+    from kernelfarer.plan import make_plan
+    from kernelfarer.targets import TARGETS, DType
+    texts = [p.read_text(errors="surrogateescape") for p in sorted(SAMPLES.rglob("*.[ch]"))]
+    texts.append(emit.render_support([make_plan(TARGETS["x86-avx2"], DType.F32)]))
+    texts.append('L"x" u8"y" xL"z" 1.5e+3f 0x1fULL .5 a.b->c /* q */ // r\n#define S(t) #t\n')
+    for text in texts:
+        tokens = {t.text for t in scan.tokenize(text) if t.kind == "ident"}
+        assert tokens <= scan.identifiers(text)

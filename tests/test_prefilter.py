@@ -13,7 +13,9 @@ import gemm_gen
 import test_families
 import test_spellings
 from conftest import POSITIVE, SAMPLES
-from kernelfarer.prefilter import deepest_loop_nest, may_hold_nest
+from kernelfarer import cc
+from kernelfarer.cpp import preprocess
+from kernelfarer.prefilter import deepest_loop_nest, may_hold_nest, may_hold_product_nest
 
 
 def _depth(text: str) -> int:
@@ -46,8 +48,16 @@ def test_generated_spellings_pass():
     ("void f(void) { int i; for (i = 0; i < 3; i++) g(i); }", 1),
     # sequential loops do not nest; a do-while's `while (...)` is no loop of its own
     ("void f(void) { for (;;) { a(); } for (;;) { for (;;) { b(); } } do { c(); } while (x); }", 2),
-    # unbraced bodies nest (and are taken to run to the end of their block)
+    # unbraced bodies nest: a loop's, an expression statement's end where it ends
     ("void f(void) { for (i = 0; i < n; i++) for (j = 0; j < n; j++) while (k--) s(); }", 3),
+    ("void f(void) { for (;;) a(); for (;;) for (;;) b[i] = f(c[(i)]); for (;;) d(); }", 2),
+    ("void f(void) { do for (;;) x(); while (0); for (;;) for (;;) y(); }", 2),
+    ("void f(void) { for (;;); for (;;) for (;;) ; }", 2),
+    # other bodies (an if, a label, a statement expression) run to the end of their block
+    ("void f(void) { for (;;) if (x) a(); for (;;) for (;;) b(); }", 3),
+    ("void f(void) { for (;;) L: for (;;) for (;;) b(); }", 3),
+    ("void f(void) { for (;;) for (;;) ({ for (;;) y(); }); }", 3),
+    ("void f(void) { for (;;) x = (int[]){1}[0]; for (;;) for (;;) y(); }", 3),
     # loop words in comments, strings, characters and directives are not loops
     ('#define LOOP for (;;) { for (;;) { for (;;) {\n'
      'void f(void) { /* for (;;) { for */ const char *s = "for (;;) {"; char c = \'{\';\n'
@@ -77,3 +87,62 @@ def test_scan_is_fast_on_a_large_file(tmp_path):
     start = time.perf_counter()
     assert not may_hold_nest(str(path))
     assert time.perf_counter() - start < 0.5    # a loose bound for a loaded CI machine
+
+
+# -- after preprocessing: a nest three deep that multiplies ---------------------------------------
+
+def _preprocessed(tmp_path, text: str) -> str:
+    path = tmp_path / "case.c"
+    path.write_text(text)
+    return preprocess(str(path))
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_every_replaced_spelling_has_a_product_nest(name, tmp_path):
+    assert may_hold_product_nest(_preprocessed(tmp_path, CORPUS[name]))
+
+
+@pytest.mark.parametrize("path", sorted(POSITIVE.glob("*.c")) + [SAMPLES / "sgemm.c"],
+                         ids=lambda p: p.name)
+def test_every_positive_sample_has_a_product_nest(path):
+    assert may_hold_product_nest(preprocess(str(path)))
+
+
+def test_generated_spellings_have_a_product_nest(tmp_path):
+    rng = random.Random(20261124)
+    cases = [c for c in (gemm_gen.make_case(rng, f"g{i}") for i in range(3000)) if c.gemm]
+    # the raw text stands for the preprocessed one when it says yes (no macro hides a loop)
+    missed = [c for c in cases if not may_hold_product_nest(c.source)]
+    missed = [c.kind for c in missed if not may_hold_product_nest(_preprocessed(tmp_path, c.source))]
+    assert not missed, missed[:5]
+
+
+PRODUCT_FREE = """#include <stdio.h>
+#define MIX(a, b) ((a) ^ (b))
+long deep(const int *x, int n)    /* x * y in a comment is no product */
+{
+    long s = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            for (int k = 0; k < j; k++)
+                s += MIX(x[i], x[j]) + x[k];
+    for (int i = 0; i < n; i++)
+        s += (long)x[i] * x[n - 1 - i];          /* a product, but one loop deep */
+    return s;
+}
+"""
+
+
+def test_nests_without_a_product_are_not_parsed(tmp_path):
+    assert not may_hold_product_nest(_preprocessed(tmp_path, PRODUCT_FREE))
+    # a macro that multiplies is seen through
+    hidden = PRODUCT_FREE.replace("((a) ^ (b))", "((a) * (b))")
+    assert may_hold_product_nest(_preprocessed(tmp_path, hidden))
+    # the wrapper skips the parse (no remarks to give), but not when remarks are asked for
+    path = tmp_path / "case.c"
+    path.write_text(PRODUCT_FREE)
+    quick = cc._rewrite_one(str(path), (), "generic", True)
+    full = cc._rewrite_one(str(path), (), "generic", False)
+    assert quick.error is None and quick.compile_text is None and not quick.nests
+    assert any("not parsed" in n for n in quick.notes)
+    assert full.error is None and full.compile_text is None and full.nests
