@@ -14,7 +14,7 @@ user would build it) and a cblas_sgemm call.  The variants run on the same data,
 of several rounds, single-threaded, CPU time of the thread; their results must agree.
 
     OPENBLAS_NUM_THREADS=1 python bench/thin_shapes.py [--layouts nn,nt,tn] [--dtype f32]
-        [--shapes 1x4096x4096,...] [--rounds 5] [--quick]
+        [--shapes 1x4096x4096,...] [--rounds 5] [--quick] [--target x86-avx2]
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def quick_shapes() -> list[tuple[int, int, int]]:
             (4096, 1, 1), (4, 4, 4096)]
 
 
-def build(layout: str, dtype: str, workdir: str) -> str:
+def build(layout: str, dtype: str, workdir: str, target: str = "auto") -> str:
     t = "float" if dtype == "f32" else "double"
     x = "s" if dtype == "f32" else "d"
     orig = os.path.join(workdir, f"orig_{layout}.c")
@@ -152,7 +152,8 @@ def build(layout: str, dtype: str, workdir: str) -> str:
     with open(harness, "w") as f:
         f.write(HARNESS.format(t=t, x=x, ta=ta, tb=tb, lda=lda, ldb=ldb, beta=beta))
     done = subprocess.run([sys.executable, "-m", "kernelfarer", "rewrite", plain, "-o", fast,
-                           "--remarks"], capture_output=True, text=True, check=True)
+                           "--remarks", "--target", target], capture_output=True, text=True,
+                          check=True)
     if " with kernel " not in done.stderr:
         raise SystemExit(f"{layout}: not rewritten: {done.stderr}")
     exe = os.path.join(workdir, f"thin_{layout}")
@@ -168,6 +169,7 @@ def main() -> int:
     parser.add_argument("--shapes", default="", help="MxNxK,... (default: the thin-shape grid)")
     parser.add_argument("--quick", action="store_true", help="a dozen shapes instead of the grid")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--target", default="auto", help="the rewrite's target (default: auto)")
     args = parser.parse_args()
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
     if args.shapes:
@@ -178,7 +180,7 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="kf-thin-") as workdir:
         for layout in args.layouts.split(","):
-            exe = build(layout, args.dtype, workdir)
+            exe = build(layout, args.dtype, workdir, args.target)
             for m, n, k in shapes:
                 done = subprocess.run([exe, str(m), str(n), str(k), str(args.rounds)],
                                       capture_output=True, text=True, check=True)

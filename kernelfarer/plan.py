@@ -115,6 +115,11 @@ class KernelPlan:
     thin_name: str = ""                 # the thin path (shape.thin), or ""
 
     @property
+    def thin(self):
+        """The target's thin-path shape (targets.ThinShape), or None."""
+        return self.shape.thin
+
+    @property
     def mc(self) -> int:
         return self.blocking.mc
 

@@ -58,6 +58,21 @@ class DType(enum.Enum):
 
 
 @dataclass(frozen=True)
+class ThinShape:
+    """The thin path of a target (kernels/x86_thin.c.j2): C of at most four rows, read as a GEMV.
+    Register budgets and break-even points are per ISA; bench/thin_shapes.py measures them."""
+
+    axpy_vectors: int            # vectors of a B row per axpy step (rows x this accumulators)
+    dot_columns: tuple[int, int]  # B columns per dot step for 1-2 rows and for 3-4 rows of C
+    dot_min_k: int               # the dot form from this k on: each element's sum of lanes
+                                 # costs more than a shorter dot saves
+    k_block: int = 256           # k rows of B per axpy block (C is updated once per block)
+    decline_k: int = 0           # problems no form takes whose C has at most three rows (or
+                                 # columns) and k below this run the user's loops: the register
+                                 # tiles of the other paths are mostly empty there
+
+
+@dataclass(frozen=True)
 class KernelShape:
     """One micro-kernel of a target for one element type."""
 
@@ -78,8 +93,8 @@ class KernelShape:
                                  # then runs small and narrow problems without packing
     direct_mr: int = 0           # rows of the direct kernel's register tile (default: mr); it
                                  # has its own code for every height 1..direct_mr
-    thin: bool = False           # the driver has the thin path (kernels/x86_thin.c.j2) for C
-                                 # of at most four rows or columns
+    thin: ThinShape | None = None  # the driver's thin path (kernels/x86_thin.c.j2) for C of
+                                   # at most four rows or columns
 
     def __post_init__(self) -> None:
         if self.nr % self.lanes:
@@ -136,6 +151,18 @@ def _hwcap_check(*features: str) -> str:
     return " && ".join(f'__builtin_cpu_supports("{f}")' for f in features)
 
 
+def _avx512_thin(lanes: int) -> ThinShape:
+    # 32 registers: 4 rows x 4 vectors of accumulators, 4 x 4 dot accumulators.  A dot of half a
+    # vector (masked) still beats the direct kernel on C one or two columns wide.
+    return ThinShape(axpy_vectors=4, dot_columns=(4, 4), dot_min_k=lanes // 2,
+                     decline_k=lanes // 2)
+
+
+def _avx2_thin(lanes: int) -> ThinShape:
+    # 16 registers: 4 rows x 2 vectors, and 2 dot columns for 3-4 rows
+    return ThinShape(axpy_vectors=2, dot_columns=(4, 2), dot_min_k=lanes, decline_k=lanes)
+
+
 _AVX512 = {
     DType.F32: KernelShape(
         mr=12, nr=32, lanes=16, template="kernels/x86_avx512.c.j2",
@@ -143,8 +170,8 @@ _AVX512 = {
                  fmadd="_mm512_fmadd_ps", mul="_mm512_mul_ps", add="_mm512_add_ps",
                  set1="_mm512_set1_ps", setzero="_mm512_setzero_ps",
                  maskload="_mm512_maskz_loadu_ps", maskstore="_mm512_mask_storeu_ps",
-                 mask="__mmask16", reduce="_mm512_reduce_add_ps"),
-        direct=True, thin=True, direct_mr=8,
+                 mask="__mmask16", reduce="_mm512_reduce_add_ps", maskload_mask_first="1"),
+        direct=True, thin=_avx512_thin(16), direct_mr=8,
     ),
     DType.F64: KernelShape(
         mr=12, nr=16, lanes=8, template="kernels/x86_avx512.c.j2",
@@ -152,8 +179,8 @@ _AVX512 = {
                  fmadd="_mm512_fmadd_pd", mul="_mm512_mul_pd", add="_mm512_add_pd",
                  set1="_mm512_set1_pd", setzero="_mm512_setzero_pd",
                  maskload="_mm512_maskz_loadu_pd", maskstore="_mm512_mask_storeu_pd",
-                 mask="__mmask8", reduce="_mm512_reduce_add_pd"),
-        direct=True, thin=True, direct_mr=8,
+                 mask="__mmask8", reduce="_mm512_reduce_add_pd", maskload_mask_first="1"),
+        direct=True, thin=_avx512_thin(8), direct_mr=8,
     ),
 }
 
@@ -167,7 +194,7 @@ _AVX2 = {
                  maskload="_mm256_maskload_ps", maskstore="_mm256_maskstore_ps", mask="__m256i",
                  mask_set1="_mm256_set1_epi32", mask_cmpgt="_mm256_cmpgt_epi32", mask_int="int",
                  mask_iota="_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)"),
-        direct=True, thin=True,
+        direct=True, thin=_avx2_thin(8),
     ),
     DType.F64: KernelShape(
         mr=6, nr=8, lanes=4, template="kernels/x86_avx2.c.j2",
@@ -178,7 +205,7 @@ _AVX2 = {
                  maskload="_mm256_maskload_pd", maskstore="_mm256_maskstore_pd", mask="__m256i",
                  mask_set1="_mm256_set1_epi64x", mask_cmpgt="_mm256_cmpgt_epi64",
                  mask_int="long long", mask_iota="_mm256_setr_epi64x(0, 1, 2, 3)"),
-        direct=True, thin=True,
+        direct=True, thin=_avx2_thin(4),
     ),
 }
 

@@ -34,8 +34,10 @@ STRICT_FLAGS = ("-Wall", "-Wextra", "-Werror")
 
 # Rewritten files built with -DKERNELFARER_TRACE count their fast-path runs in
 # `kernelfarer_fast_path_calls`: a test sees whether the generated code ran or the original nest
-# ran instead (after a failed run-time check).
-TRACE_FLAGS = ("-DKERNELFARER_TRACE",)
+# ran instead (after a failed run-time check).  -DKERNELFARER_ALWAYS_FAST turns off the shape
+# rule that sends tiny problems to the original loops (a speed decision; test_kernels checks
+# it), so that tests of small odd sizes exercise the kernels.
+TRACE_FLAGS = ("-DKERNELFARER_TRACE", "-DKERNELFARER_ALWAYS_FAST")
 TRACE_COUNTER = "kernelfarer_fast_path_calls"
 
 

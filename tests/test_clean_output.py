@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLANG, POSITIVE, SAMPLES, TRACE_COUNTER, run_cli
+from conftest import CLANG, POSITIVE, SAMPLES, TRACE_COUNTER, TRACE_FLAGS, run_cli
 
 GCC = shutil.which("gcc-12") or shutil.which("gcc")
 TARGET = "x86-auto" if platform.machine() in ("x86_64", "AMD64") else "auto"
@@ -208,7 +208,7 @@ def _run(compiler: str, source: Path, workdir: Path, *flags: str) -> tuple[str, 
                      f"__attribute__((destructor)) static void report(void)\n"
                      f"{{ fprintf(stderr, \"fast=%ld\\n\", {TRACE_COUNTER}); }}\n"
                      f"long {TRACE_COUNTER};\n")
-    subprocess.run([_compiler(compiler), "-std=c89", *flags, "-DKERNELFARER_TRACE", str(source),
+    subprocess.run([_compiler(compiler), "-std=c89", *flags, *TRACE_FLAGS, str(source),
                     str(probe), "-o", str(exe)], check=True, capture_output=True, text=True)
     done = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60, check=True)
     fast = int(re.search(r"fast=(\d+)", done.stderr)[1])

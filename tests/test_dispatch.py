@@ -70,7 +70,7 @@ def program(tmp_path_factory):
     # so the binary is the kind that has to run on any x86-64 CPU.
     cc = ["clang-19", "-O2", "-march=x86-64", "-Wall", "-Wextra", "-Werror"]
     subprocess.run(cc + ["-c", "-Dgemm=gemm_orig", str(src), "-o", str(d / "orig.o")], check=True)
-    subprocess.run(cc + ["-c", "-Dgemm=gemm_kf", "-DKERNELFARER_TRACE", str(fast),
+    subprocess.run(cc + ["-c", "-Dgemm=gemm_kf", *TRACE_FLAGS, str(fast),
                          "-o", str(d / "fast.o")], check=True)
     subprocess.run(cc + [str(d / "main.c"), str(d / "orig.o"), str(d / "fast.o"), "-o", str(exe)],
                    check=True)

@@ -19,7 +19,7 @@ from kernelfarer.rewrite import RewriteOptions, rewrite_file
 from kernelfarer.targets import DType
 
 import gemm_gen
-from conftest import native_target
+from conftest import TRACE_FLAGS, native_target
 
 CASES_PER_BATCH = 60
 # the best target this CPU runs, and the portable reference
@@ -27,7 +27,7 @@ RUNNABLE = list(dict.fromkeys((native_target(), "generic")))
 
 
 def _compile(src: str, out: str) -> None:
-    subprocess.run(["clang-19", "-O1", "-w", "-shared", "-fPIC", "-DKERNELFARER_TRACE", src,
+    subprocess.run(["clang-19", "-O1", "-w", "-shared", "-fPIC", *TRACE_FLAGS, src,
                     "-o", out], check=True)
 
 

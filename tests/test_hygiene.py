@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import TRACE_COUNTER, compile_c, load_library, native_target, run_cli
+from conftest import TRACE_COUNTER, TRACE_FLAGS, compile_c, load_library, native_target, run_cli
 
 CAPTURE = """
 void gemm(int kf_m, int kf_n, int kf_k, const float *A, const float *B, float *C)
@@ -53,7 +53,7 @@ def _build(tmp_path, source: str):
     done = run_cli("rewrite", src, "-o", out, "--report", report, "--target", native_target())
     assert done.returncode == 0, done.stderr
     libs = []
-    for path, flags in ((src, ()), (out, ("-DKERNELFARER_TRACE", "-Wall", "-Wextra", "-Werror"))):
+    for path, flags in ((src, ()), (out, (*TRACE_FLAGS, "-Wall", "-Wextra", "-Werror"))):
         lib = path.with_suffix(".so")
         compile_c(path, lib, "-O1", "-shared", "-fPIC", *flags)
         libs.append(lib)

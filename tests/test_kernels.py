@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import CLANG, host_runs
+from conftest import CLANG, TRACE_FLAGS, host_runs
 from kernelfarer import emit, hostinfo, targets
 from kernelfarer.plan import KernelPlan, make_plan
 from kernelfarer.targets import DType
@@ -198,8 +198,9 @@ class Library:
         return self.lib.kernelfarer_thin_calls
 
     def gemm(self, rng, m, n, k, *, ta=False, tb=False, pad=0, cpad=0, alpha=1, beta=1,
-             load_c=1, nan_c=False, bpad=None):
-        """One driver call on fresh operands; asserts the exact result."""
+             load_c=1, nan_c=False, bpad=None, declined=False):
+        """One driver call on fresh operands; asserts the exact result (`declined`: that the
+        driver declined, returning 0 with C untouched)."""
         dt, T, I = self.dtype, CDEF_T[self.dtype], CDEF_I[self.dtype]
         a, b = random_ints(rng, (m, k)), random_ints(rng, (k, n))
         A = Operand(a, *layout(m, k, ta, pad), dt, padding_value(dt))
@@ -213,12 +214,16 @@ class Library:
             corner[:] = c0
         else:
             corner[:] = unread_value(dt)
+        before = C.array.copy()
         ok = self.lib.t_driver(m, n, k, alpha, A.pointer(self.ffi, I), A.rs, A.cs,
                                B.pointer(self.ffi, I), B.rs, B.cs, beta, load_c,
                                self.ffi.cast(f"{T} *", C.address), ldc)
-        assert ok == 1
         what = (f"{self.plan.driver_name} m={m} n={n} k={k} ta={ta} tb={tb} pad={pad} "
                 f"cpad={cpad} alpha={alpha} beta={beta} load_c={load_c}")
+        if declined:
+            assert ok == 0 and np.array_equal(C.array, before, equal_nan=True), what
+            return
+        assert ok == 1, what
         got = C.array.reshape(m, ldc)
         if nan_c and load_c:
             assert np.isnan(got[:, :n]).all(), what + ": beta * NaN must stay NaN"
@@ -299,11 +304,13 @@ class Builds:
         self.root = root
         self.cache: dict[tuple, Library] = {}
 
-    def library(self, target: str, dtype: DType, variant: str) -> Library:
-        key = (target, dtype, variant)
+    def library(self, target: str, dtype: DType, variant: str, *,
+                always_fast: bool = True) -> Library:
+        """`always_fast` False: built without -DKERNELFARER_ALWAYS_FAST (the shape rule on)."""
+        key = (target, dtype, variant, always_fast)
         if key not in self.cache:
             plan = variant_plan(target, dtype, variant)
-            d = self.root / f"{target}-{dtype.letter}-{variant}"
+            d = self.root / f"{target}-{dtype.letter}-{variant}{'' if always_fast else '-rule'}"
             d.mkdir(parents=True, exist_ok=True)
             src, lib = d / "lib.c", d / "lib.so"
             text = library_source(plan)
@@ -312,7 +319,8 @@ class Builds:
             src.write_text(text)
             # -O0 for the emulation: optimising dozens of inlined struct-vector tiles takes long
             run([CLANG, "-O0" if target == EMULATED else "-O2", "-shared", "-fPIC",
-                 "-DKERNELFARER_TRACE", *WARN_FLAGS, str(src), "-o", str(lib)])
+                 *(TRACE_FLAGS if always_fast else ("-DKERNELFARER_TRACE",)), *WARN_FLAGS,
+                 str(src), "-o", str(lib)])
             self.cache[key] = Library(plan, lib)
         return self.cache[key]
 
@@ -469,6 +477,28 @@ def test_driver_paths(builds, target, dtype, variant) -> None:
         # and with C of at most four rows or columns, thin where the target has that path
         assert direct > 0
         assert (thin > 0) == bool(lib.plan.thin_name)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
+@pytest.mark.parametrize("target", ["x86-avx2", "x86-avx512", EMULATED])
+def test_tiny_problems_run_the_users_loops(builds, target, dtype) -> None:
+    """The shape rule (ThinShape.decline_k): C at most three columns wide, k below decline_k,
+    A's rows contiguous, k above 1 (no thin form takes it) -> the driver declines, C untouched,
+    and the call site runs the user's loops; a column more, a k at the line, or A's columns
+    contiguous (the transposed axpy form) -> the fast path, exact."""
+    skip_unless_runs(target)
+    lib = builds.library(target, dtype, "default", always_fast=False)
+    line = lib.plan.thin.decline_k
+    assert line > 1
+    rng = np.random.default_rng(7)
+    for m in (37, 300):
+        for n in (1, 2, 3):
+            lib.gemm(rng, m, n, line - 1, declined=True)
+            lib.gemm(rng, m, n, 2, declined=True)
+            lib.gemm(rng, m, n, 1)                  # k == 1: the axpy form takes it
+            lib.gemm(rng, m, n, line)
+            lib.gemm(rng, m, n, line - 1, ta=True)
+        lib.gemm(rng, m, 4, line - 1)
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
@@ -709,7 +739,7 @@ def test_constant_sizes(tmp_path, target, dtype) -> None:
     out = tmp_path / "const_kf.c"
     done = run_cli("rewrite", src, "-o", out, "--target", target)
     assert done.returncode == 0, done.stderr
-    flags = ["-O2", *ISA_FLAGS[target], *WARN_FLAGS, "-DKERNELFARER_TRACE"]
+    flags = ["-O2", *ISA_FLAGS[target], *WARN_FLAGS, *TRACE_FLAGS]
     obj = tmp_path / "const_kf.o"
     run([CLANG, *flags, "-c", str(out), "-o", str(obj)])
     names = run([OBJDUMP or "llvm-objdump-19", "-t", str(obj)]).stdout

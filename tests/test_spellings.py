@@ -14,7 +14,7 @@ import cffi
 import numpy as np
 import pytest
 
-from conftest import native_target, small_blocking
+from conftest import TRACE_FLAGS, native_target, small_blocking
 from kernelfarer.rewrite import RewriteOptions, rewrite_file
 
 POLYBENCH = """
@@ -301,7 +301,7 @@ def build_cases(cases: dict, tmp_path_factory) -> dict:
         fast.write_text(result.text)
         libs = []
         for c_file, warn in ((src, ["-w"]),
-                             (fast, ["-Wall", "-Wextra", "-Werror", "-DKERNELFARER_TRACE"])):
+                             (fast, ["-Wall", "-Wextra", "-Werror", *TRACE_FLAGS])):
             lib = c_file.with_suffix(".so")
             subprocess.run(["clang-19", "-O1", "-shared", "-fPIC", *warn, str(c_file), "-o", str(lib)],
                            check=True)
