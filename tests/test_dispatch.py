@@ -12,6 +12,7 @@ import pytest
 
 from kernelfarer import targets
 from kernelfarer.rewrite import RewriteOptions, rewrite_file
+from conftest import TRACE_FLAGS
 
 pytestmark = pytest.mark.skipif(platform.machine() != "x86_64", reason="x86 dispatch")
 
