@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from kernelfarer import ccargs
 from kernelfarer.linemap import compile_text
 from kernelfarer.prefilter import may_hold_nest
-from kernelfarer import targets
+# targets and split are imported where a file is rewritten: most files of a build never are, and
+# the wrapper's own start-up is most of what it costs them.
 
 PROG = "kernelfarer-cc"
 GUARD = "KERNELFARER_CC_ACTIVE"          # set for the real compiler: we never wrap ourselves
@@ -180,12 +181,14 @@ class Outcome:
     error: str | None = None
     where: str | None = None             # the error's file:line:col, when it has one
     compile_text: str | None = None      # None: nothing was replaced
+    support_unit: str | None = None      # a split compile's support code (split.py)
     remarks: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     nests: list[dict] = field(default_factory=list)
 
 
-def _rewrite_one(path: str, cppflags: tuple[str, ...], target: str, quick: bool) -> Outcome:
+def _rewrite_one(path: str, cppflags: tuple[str, ...], target: str, quick: bool,
+                 split: bool = False) -> Outcome:
     from kernelfarer.diagnostics import KernelfarerError
     from kernelfarer import cpp, prefilter
     try:
@@ -194,8 +197,8 @@ def _rewrite_one(path: str, cppflags: tuple[str, ...], target: str, quick: bool)
             return Outcome(path, notes=["no loop nest three deep with a product: not parsed"])
         from kernelfarer.frontend import SourceText   # the parser and the rest: only now
         from kernelfarer.rewrite import RewriteOptions, rewrite_file
-        result = rewrite_file(path, RewriteOptions(target=target, cppflags=cppflags, verify=False),
-                              preprocessed=text)
+        result = rewrite_file(path, RewriteOptions(target=target, cppflags=cppflags, verify=False,
+                                                   split=split), preprocessed=text)
     except KernelfarerError as exc:
         return Outcome(path, error=exc.message,
                        where=str(exc.location) if exc.location is not None else None)
@@ -211,11 +214,12 @@ def _rewrite_one(path: str, cppflags: tuple[str, ...], target: str, quick: bool)
         if "".join(spliced) + original[pos:] != result.text:
             return Outcome(path, error="the file changed while it was being rewritten")
         outcome.compile_text = compile_text(original, edits, path)
+        outcome.support_unit = result.support_unit
     return outcome
 
 
 def rewrite_sources(paths: list[str], cppflags: tuple[str, ...], target: str,
-                    timeout: float, quick: bool = True) -> list[Outcome]:
+                    timeout: float, quick: bool = True, split: bool = False) -> list[Outcome]:
     """Rewrite each file in a forked child (a crash or a hang of the rewriter cannot take the
     build with it); on timeout the child and its preprocessors are killed.  `quick`: files
     without a loop nest that multiplies are not parsed (see RewriteOptions.quick_reject)."""
@@ -238,7 +242,7 @@ def rewrite_sources(paths: list[str], cppflags: tuple[str, ...], target: str,
             results = []
             for path in paths:
                 try:
-                    results.append(_rewrite_one(path, cppflags, target, quick))
+                    results.append(_rewrite_one(path, cppflags, target, quick, split))
                 except Exception as exc:          # a bug of ours: reported, never fatal
                     results.append(Outcome(path, error=f"internal error ({type(exc).__name__}: "
                                                        f"{exc})"))
@@ -378,8 +382,10 @@ class Job:
         target = os.environ.get("KERNELFARER_TARGET") or default_build_target(cmd.cppflags)
         # remarks and reports describe every nest: only without them are files skimmed
         quick = not (self.remarks or self.report_dir)
+        from kernelfarer import split
+        self.split = split.refusal(cmd, inv.chain) is None
         outcomes = rewrite_sources([s.path for s in todo], tuple(cmd.cppflags), target, timeout,
-                                   quick)
+                                   quick, self.split)
         chosen = []
         for src, outcome in zip(todo, outcomes):
             if outcome.error is not None:
@@ -421,20 +427,32 @@ class Job:
     def _compile(self, chosen: list[tuple[ccargs.Input, Outcome]]) -> int:
         import shutil
         import subprocess
+        from kernelfarer import split
         cmd, inv = self.cmd, self.inv
         family = _compiler_family(inv.real_compiler)
         tmp = _temp_dir("\0".join([os.getcwd(), inv.compiler, *inv.prefix, *inv.args]))
         try:
+            texts = [outcome.compile_text for _, outcome in chosen]
+            support = None                  # a split compile's support object (split.py)
+            units = [outcome.support_unit for _, outcome in chosen]
+            if len(units) == 1 and units[0] is not None:
+                got = split.support_object(units[0], [inv.compiler, *inv.prefix],
+                                           cmd.options_without(split.NOT_FOR_SUPPORT),
+                                           _child_env())
+                if isinstance(got, str):
+                    return self._fallback(chosen, f"its support code did not compile ({got})")
+                name, support = got
+                texts = [texts[0].replace(split.SPLIT_TAG, name)]
             args = list(cmd.args)
             front: list[str] = []
             back: list[str] = []
             temps: list[tuple[str, str]] = []           # (temporary path, user's path)
             quoted: set[str] = set()
-            for k, (src, outcome) in enumerate(chosen):
+            for k, ((src, outcome), text) in enumerate(zip(chosen, texts)):
                 os.mkdir(os.path.join(tmp, str(k)))
                 path = os.path.join(tmp, str(k), os.path.basename(src.path))
                 with open(path, "wb") as f:
-                    f.write(outcome.compile_text.encode("utf-8", errors="surrogateescape"))
+                    f.write(text.encode("utf-8", errors="surrogateescape"))
                 try:       # __TIMESTAMP__ gives the source's time, as in the plain build
                     info = os.stat(src.path)
                     os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
@@ -443,7 +461,7 @@ class Job:
                 args[src.index] = path
                 temps.append((path, src.path))
                 directory = os.path.dirname(src.path) or "."
-                if directory not in quoted and _may_include_quoted(outcome.compile_text):
+                if directory not in quoted and _may_include_quoted(text):
                     quoted.add(directory)
                     front += ["-iquote", directory]
                     if family == "gcc" and directory == ".":   # gcc spells "k.h", not "./k.h"
@@ -479,6 +497,9 @@ class Job:
                     self._fix_dependency_files(chosen, temps)
                 except (OSError, _DependencyFileError) as exc:
                     problem = f"dependency file: {exc}"
+                if problem is None and support is not None:
+                    problem = split.link([inv.compiler, *inv.prefix], split.object_path(cmd),
+                                         support, _child_env())
             if problem is not None:
                 return self._fallback(chosen, problem)
             stderr = done.stderr
@@ -534,6 +555,7 @@ def default_build_target(flags: list[str] | tuple[str, ...] = ()) -> str:
     another machine) gets that machine's best registry target; a native build a dispatching target
     when one covers this host's ISA (a binary built here must also run, and run fast, on other
     machines of the same ISA), else the best target for the host."""
+    from kernelfarer import targets
     triple = None
     for i, flag in enumerate(flags):
         if flag.startswith("--target="):

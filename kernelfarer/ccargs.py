@@ -176,10 +176,19 @@ class Command:
     macro_maps: list[tuple[str, str]] = field(default_factory=list)   # incl. -ffile-prefix-map
     end_of_options: int | None = None       # index of "--" in args
     passthrough: str | None = None          # why the command is not rewritten (None: it may be)
+    spans: list[tuple[int, int, str]] = field(default_factory=list)   # (index, words, spelling)
 
     @property
     def c_sources(self) -> list[Input]:
         return [i for i in self.inputs if i.language == "c"]
+
+    def options_without(self, spellings: frozenset[str]) -> list[str]:
+        """The options (no inputs) but those spelled as in `spellings`, with their values."""
+        out: list[str] = []
+        for index, words, spelling in self.spans:
+            if spelling not in spellings:
+                out += self.args[index:index + words]
+        return out
 
     def dependency_file(self, source: Input) -> str | None:
         """Where the compiler writes -MD/-MMD output for `source` (clang and gcc agree): -MF, else
@@ -328,6 +337,7 @@ def parse(argv: list[str], *, allow_assembly: bool = False) -> Command:
                 value = word[len(flag.spelling):]
             consumed = 1
         roles.add(flag.role)
+        cmd.spans.append((i, consumed, flag.spelling))
         if flag.role is Role.PASS:
             why = why or f"option {word}"
         elif flag.role is Role.OUTPUT:

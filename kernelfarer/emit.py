@@ -19,6 +19,7 @@ from kernelfarer.islc import AstPrinter
 from kernelfarer import templates
 from kernelfarer.plan import DispatchPlan, KernelPlan
 from kernelfarer.spec import CInit, GemmSpec
+from kernelfarer.split import SPLIT_LINKAGE, SPLIT_TAG
 from kernelfarer.transforms import blocking
 
 
@@ -163,11 +164,12 @@ def _conditional(text: str, conditions: set[str]) -> str:
     return f"#if {' || '.join(sorted(conditions))}\n{text}#endif\n"
 
 
-def render_driver(plan: KernelPlan) -> str:
+def render_driver(plan: KernelPlan, linkage: str = "static") -> str:
     direct = driver_loops(plan, "        ", direct=True) if plan.direct else ""
     rows = driver_loops(plan, "        ", direct=True, rows_outer=True) if plan.direct else ""
     return environment().get_template("driver.c.j2").render(
-        plan=plan, loops=driver_loops(plan), direct_loops=direct, direct_row_loops=rows)
+        plan=plan, loops=driver_loops(plan), direct_loops=direct, direct_row_loops=rows,
+        linkage=linkage)
 
 
 def render_call(spec: GemmSpec, plan: KernelPlan, original: str, indent: str) -> str:
@@ -177,14 +179,20 @@ def render_call(spec: GemmSpec, plan: KernelPlan, original: str, indent: str) ->
     return text.rstrip("\n")
 
 
-def render_dispatch(plan: DispatchPlan) -> str:
-    return environment().get_template("dispatch.c.j2").render(plan=plan)
+def render_dispatch(plan: DispatchPlan, linkage: str = "static") -> str:
+    return environment().get_template("dispatch.c.j2").render(plan=plan, linkage=linkage)
 
 
-def render_support(plans: list, uses: str | None = None) -> str:
+def _prototypes(plans: list, linkage: str) -> str:
+    macros = environment().get_template("entry.c.j2").make_module({})
+    return str(macros.prototypes(plans, linkage, SPLIT_TAG))
+
+
+def render_support(plans: list, uses: str | None = None, *, split: bool = False) -> str:
     """Prelude, one driver (with its kernel and packing routines) per distinct kernel plan, and
     the dispatching drivers that choose among them.  `uses`: the code calling them (the call
-    sites), so that the prelude holds only the helpers something calls; None: all of them."""
+    sites), so that the prelude holds only the helpers something calls; None: all of them.
+    `split`: the support unit of a split compile (see render_entry_declarations)."""
     seen: dict[str, KernelPlan] = {}
     for plan in _kernel_plans(plans):
         seen.setdefault(plan.driver_name, plan)
@@ -194,15 +202,32 @@ def render_support(plans: list, uses: str | None = None) -> str:
         for sub, condition in (zip(plan.plans, plan.conditions) if isinstance(plan, DispatchPlan)
                                else [(plan, "1")]):
             conditions[sub.driver_name].add(condition)
+    linkage = SPLIT_LINKAGE if split else "static"
+    entries = {p.driver_name for p in plans}
     parts = render_cpu_checks(list(seen.values()), conditions)
+    if split:
+        parts.insert(0, _prototypes(plans, linkage))
     for name, plan in seen.items():
-        parts.append(_conditional(render_driver(plan), conditions[name]))
+        parts.append(_conditional(render_driver(plan, linkage if name in entries else "static"),
+                                  conditions[name]))
     dispatchers = {p.driver_name: p for p in plans if isinstance(p, DispatchPlan)}
-    parts += [render_dispatch(plan) for plan in dispatchers.values()]
-    return with_prelude(plans, parts, uses)
+    parts += [render_dispatch(plan, linkage) for plan in dispatchers.values()]
+    return with_prelude(plans, parts, uses, linkage=linkage)
 
 
-def with_prelude(plans: list, parts: list[str], uses: str | None) -> str:
+def render_entry_declarations(plans: list, uses: str) -> str:
+    """The call sites' side of a split compile: the prelude with the helpers they call, the CPU
+    checks they call, and the entry drivers declared (render_support(split=True) defines them)."""
+    at_sites = helpers_called(uses)
+    checks = render_cpu_checks([p for p in plans if not isinstance(p, DispatchPlan)
+                                and p.cpu_check_name not in at_sites], {})
+    return "\n".join([render_prelude(plans, at_sites), *checks,
+                      _prototypes(plans, 'extern __attribute__((visibility("hidden")))')]) \
+        + SUPPORT_END
+
+
+def with_prelude(plans: list, parts: list[str], uses: str | None, *,
+                 linkage: str = "static") -> str:
     """The support code: the prelude, then `parts` (kernels, drivers) with the helpers they call.
     `uses` is the code of the call sites; given, `parts` are compiled only when optimizing and
     replaced by drivers that decline otherwise (unoptimized.c.j2).  None: everything, always."""
@@ -216,6 +241,6 @@ def with_prelude(plans: list, parts: list[str], uses: str | None) -> str:
     drivers = {p.driver_name: p for p in plans}
     checks = sorted({p.cpu_check_name for p in plans} - at_sites)
     fallback = env.get_template("unoptimized.c.j2").render(plans=list(drivers.values()),
-                                                           checks=checks)
+                                                           checks=checks, linkage=linkage)
     return "\n".join([render_prelude(plans, at_sites), "#if defined(__OPTIMIZE__)", inner + body,
                       fallback]) + SUPPORT_END

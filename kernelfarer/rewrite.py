@@ -6,7 +6,7 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 
-from kernelfarer import frontend, hygiene, targets
+from kernelfarer import emit, frontend, hygiene, targets
 from kernelfarer.diagnostics import KernelfarerError, Remark, SourceLocation
 from kernelfarer.plan import KernelPlan, make_dispatch_plan, make_plan
 from kernelfarer.scan import identifiers
@@ -27,6 +27,9 @@ class RewriteOptions:
     # Every prelude helper, whatever the call sites use, and the kernels at -O0 too (kernelfarer
     # compare appends code of its own that uses them).
     every_helper: bool = False
+    # A split compile (kernelfarer-cc): the file gets only the call sites' declarations, and
+    # RewriteResult.support_unit holds the kernels and drivers as a translation unit of their own.
+    split: bool = False
 
 @dataclass
 class RewriteResult:
@@ -37,6 +40,7 @@ class RewriteResult:
     # The replacements that turned the original text into `text`, in order: (start, end) offsets
     # in the original and the new text.  kernelfarer-cc uses them to keep line numbers.
     edits: tuple[_Edit, ...] = ()
+    support_unit: str | None = None      # with RewriteOptions.split: the support code's own unit
 
     @property
     def replaced(self) -> int:
@@ -155,10 +159,15 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None) 
                                      f"({spec.dtype.name}); using the portable generic kernel"),)
         remarks.append(Remark(location, "gemm", True, "", details))
     text = source.text
+    unit = None
     if edits:
-        support = backend.support(list(used.values()),
-                                  uses=None if options.every_helper
-                                  else "\n".join(e.text for e in edits))
+        uses = None if options.every_helper else "\n".join(e.text for e in edits)
+        if options.split and backend.name == "kernelfarer":
+            support = emit.render_entry_declarations(list(used.values()), uses)
+            unit = _shield_from_macros(emit.render_support(list(used.values()), uses, split=True),
+                                       macros)
+        else:
+            support = backend.support(list(used.values()), uses=uses)
         clash = names.collisions(support)
         if clash:
             # The support code's file-scope names cannot move: leave the file as it is.
@@ -173,7 +182,8 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None) 
         if options.verify:
             _verify(path, text, (*target.compile_flags, *options.cppflags))
     return RewriteResult(path=path, text=text, remarks=remarks, notes=notes,
-                         edits=tuple(sorted(edits, key=lambda e: (e.start, e.end))))
+                         edits=tuple(sorted(edits, key=lambda e: (e.start, e.end))),
+                         support_unit=unit)
 
 
 def _with_leading_pragmas(source: frontend.SourceText, first: int, span: frontend.Span):

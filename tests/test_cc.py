@@ -565,3 +565,102 @@ void chain(int n, float alpha, float beta, const float *A, const float *B, const
     lines = [ln for ln in done.stdout.splitlines() if "remark: replaced" in ln]
     assert len(lines) == 2
     assert "D = beta*D + alpha*A * B" in lines[0] and "E = beta*E + alpha*D * C" in lines[1], lines
+
+
+# -- split compiles: the support code compiled once per configuration ------------------------------
+
+def _symbols(obj: Path) -> str:
+    return subprocess.run(["nm", str(obj)], capture_output=True, text=True, check=True).stdout
+
+
+def _entry_tags(obj: Path) -> set[str]:
+    """The tags of the split support units linked into `obj` (weak entry drivers)."""
+    return set(re.findall(r" W kf_\w+_driver_(kf[0-9a-f]+)$", _symbols(obj), re.M))
+
+
+def test_split_compile_reuses_the_support_object(mm, tmp_path):
+    cache = tmp_path / "profile"
+    environ = env(KERNELFARER_PROFILE_DIR=str(cache))
+    plain = run([CLANG, "-O2", "src/mm.c", "-o", "plain"], mm)
+    assert plain.returncode == 0
+    objects = []
+    for k in (1, 2):
+        done = kfcc(CLANG, "-O2", "-g", "-MD", "-c", "src/mm.c", "-o", f"mm{k}.o", cwd=mm,
+                    environ=environ)
+        assert done.returncode == 0 and done.stderr == ""
+        objects.append(mm / f"mm{k}.o")
+    stored = sorted(p.name for p in (cache / "objects").iterdir())
+    assert len(stored) == 2 and stored[0].endswith(".c") and stored[1].endswith(".o"), stored
+    assert objects[0].read_bytes() == objects[1].read_bytes()        # the second one reused it
+    tags = _entry_tags(objects[0])
+    assert tags == {stored[1][:-2]}, (tags, stored)
+    assert "src/mm.c" in (mm / "mm1.d").read_text()
+    link = run([CLANG, str(objects[0]), "-o", "fast"], mm)
+    assert link.returncode == 0, link.stderr
+    assert run([mm / "fast"], mm, quiet_stdout=False).stdout == \
+        run([mm / "plain"], mm, quiet_stdout=False).stdout
+
+
+def test_split_objects_of_one_program_keep_their_own_support(mm, tmp_path):
+    """Objects of the same support code share one (weak) copy at link time; objects compiled
+    with other options carry their own, under another name."""
+    environ = env(KERNELFARER_PROFILE_DIR=str(tmp_path / "profile"))
+    second = MM_C.replace("static void mm(void)", "void mm2(void)").replace("int main(void)",
+                                                                             "int unused_main(void)")
+    second = second.replace("mm();", "mm2();")
+    (mm / "src" / "mm2.c").write_text(second)
+    (mm / "src" / "mm3.c").write_text(second.replace("mm2", "mm3").replace("unused_main",
+                                                                            "unused3"))
+    builds = [("mm.o", "src/mm.c", ()), ("mm2.o", "src/mm2.c", ()),
+              ("mm3.o", "src/mm3.c", ("-DVARIANT=1",))]
+    for out, src, extra in builds:
+        done = kfcc(CLANG, "-O2", *extra, "-c", src, "-o", out, cwd=mm, environ=environ)
+        assert done.returncode == 0 and done.stderr == ""
+    tags = [_entry_tags(mm / out) for out, _, _ in builds]
+    assert tags[0] == tags[1] and tags[0] != tags[2] and all(len(t) == 1 for t in tags)
+    link = run([CLANG, "mm.o", "mm2.o", "mm3.o", "-o", "prog"], mm)
+    assert link.returncode == 0, link.stderr
+    plain = run([CLANG, "-O2", "src/mm.c", "-o", "plain"], mm)
+    assert plain.returncode == 0
+    assert run([mm / "prog"], mm, quiet_stdout=False).stdout == \
+        run([mm / "plain"], mm, quiet_stdout=False).stdout
+
+
+@pytest.mark.parametrize("option", ["-fprofile-arcs", "-fsanitize=undefined", "-flto",
+                                    "KERNELFARER_SPLIT=0"])
+def test_some_compiles_do_not_split(mm, tmp_path, option):
+    environ = env(KERNELFARER_PROFILE_DIR=str(tmp_path / "profile"))
+    flags = ["-O2"]
+    if option.startswith("KERNELFARER_"):
+        environ.update([option.split("=")])
+    else:
+        flags.append(option)
+    done = kfcc(CLANG, *flags, "-c", "src/mm.c", "-o", "mm.o", cwd=mm, environ=environ)
+    assert done.returncode == 0 and done.stderr == ""
+    assert not (tmp_path / "profile" / "objects").exists()
+    if option != "-flto":                       # an LTO object is bitcode: nm names no kernels
+        symbols = _symbols(mm / "mm.o")
+        assert " t kf_sgemm" in symbols and " W kf_" not in symbols
+
+
+def test_a_split_that_cannot_store_its_support_falls_back(mm, tmp_path):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    done = kfcc(CLANG, "-O2", "-c", "src/mm.c", "-o", "mm.o", cwd=mm,
+                environ=env(KERNELFARER_PROFILE_DIR=str(blocker)))
+    assert done.returncode == 0
+    assert len(warnings_of(done.stderr)) == 1 and "support code" in done.stderr
+    assert "kf_" not in _symbols(mm / "mm.o")                # the original, compiled unchanged
+
+
+def test_split_never_replaces_what_is_not_a_regular_file(mm, tmp_path):
+    """An object named by a symbolic link (or a device) is compiled whole: the wrapper never
+    replaces it itself (what the compiler does with it is the compiler's business)."""
+    environ = env(KERNELFARER_PROFILE_DIR=str(tmp_path / "profile"))
+    target = mm / "real.o"
+    target.write_text("")
+    (mm / "link.o").symlink_to(target)
+    done = kfcc(CLANG, "-O2", "-c", "src/mm.c", "-o", "link.o", cwd=mm, environ=environ)
+    assert done.returncode == 0 and done.stderr == ""
+    assert " t kf_sgemm" in _symbols(mm / "link.o")
+    assert not (tmp_path / "profile" / "objects").exists()
