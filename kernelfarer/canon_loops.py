@@ -3,7 +3,6 @@ subscripts, != and decrementing loops, hand tiling, hand unrolling, and collapsi
 
 from __future__ import annotations
 
-import copy
 
 from pycparser import c_ast, c_generator
 
@@ -11,7 +10,7 @@ from kernelfarer import ctype
 from kernelfarer.ctype import Scope
 
 from kernelfarer.canon_base import (
-    Canonical, Context, items_of, compound, names_in, assigned_names, replace_ids, is_var,
+    Canonical, Context, clone, items_of, compound, names_in, assigned_names, replace_ids, is_var,
     const_int, step_of, init_var, loop_var, loop_vars, increments, has_continue, side_effect_free,
     outer_loops, nest_loops, terms_of, sum_of, single, walk)
 
@@ -45,7 +44,7 @@ def while_to_for(node: c_ast.While, init: c_ast.Node | None, canon: Canonical,
         return None
     if var in names_in(start) or not side_effect_free(start, frozenset()):
         return None
-    head = c_ast.Assignment("=", c_ast.ID(var), copy.deepcopy(start))
+    head = c_ast.Assignment("=", c_ast.ID(var), clone(start))
     canon.steps.append(f"the while loop over '{var}' as a counted for loop")
     return c_ast.For(head, cond, c_ast.UnaryOp("p++", c_ast.ID(var)), compound(body, node.stmt),
                      coord=node.coord)
@@ -68,7 +67,7 @@ def walk_blocks(node: c_ast.Node, canon: Canonical, context: Context) -> c_ast.N
                 if init.name in names_in(after):
                     converted = None
                 else:
-                    decl = copy.deepcopy(init)
+                    decl = clone(init)
                     converted.init = c_ast.DeclList([decl])
             if converted is not None:
                 out[-1] = converted
@@ -158,7 +157,7 @@ def _normalize_loop(loop: c_ast.For, canon: Canonical, nest_vars: set[str]) -> N
     if step == -1 and cond.op in (">=", ">"):
         low = bound if cond.op == ">=" else c_ast.BinaryOp("+", bound, c_ast.Constant("int", "1"))
         if isinstance(loop.init, c_ast.DeclList):
-            decl = copy.deepcopy(loop.init.decls[0])
+            decl = clone(loop.init.decls[0])
             decl.init = low
             loop.init = c_ast.DeclList([decl])
         else:
@@ -272,14 +271,14 @@ def detile(node: c_ast.For, canon: Canonical, context: Context) -> c_ast.For | N
     if names_in(body) & set(tiles):
         return None
     # the point loops, innermost last, over the tiles' whole ranges
-    rebuilt = copy.deepcopy(body)
+    rebuilt = clone(body)
     for loop, var, tile in reversed(points):
         if tile:
             lo, hi, _ = tiles[tile]
-            decl = copy.deepcopy(loop.init.decls[0])
-            decl.init = copy.deepcopy(lo)
+            decl = clone(loop.init.decls[0])
+            decl.init = clone(lo)
             new = c_ast.For(c_ast.DeclList([decl]), c_ast.BinaryOp("<", c_ast.ID(var),
-                                                                   copy.deepcopy(hi)),
+                                                                   clone(hi)),
                             c_ast.UnaryOp("p++", c_ast.ID(var)), rebuilt, coord=loop.coord)
         else:
             new = c_ast.For(loop.init, loop.cond, loop.next, rebuilt, coord=loop.coord)
@@ -338,15 +337,15 @@ def _reroll(main: c_ast.For, rest: c_ast.For, prev: c_ast.Node | None, after: c_
     drop_prev = False
     if init is None:
         if isinstance(prev, c_ast.Assignment) and prev.op == "=" and is_var(prev.lvalue, var):
-            init, drop_prev = copy.deepcopy(prev), True
+            init, drop_prev = clone(prev), True
         elif isinstance(prev, c_ast.Decl) and prev.name == var and prev.init is not None:
             if var in names_in(after):
                 return None     # declared in the block and used after the loops
-            init, drop_prev = c_ast.DeclList([copy.deepcopy(prev)]), True
+            init, drop_prev = c_ast.DeclList([clone(prev)]), True
         else:
             return None
-    return c_ast.For(init, copy.deepcopy(rest.cond), c_ast.UnaryOp("p++", c_ast.ID(var)),
-                     copy.deepcopy(rest.stmt), coord=main.coord), drop_prev
+    return c_ast.For(init, clone(rest.cond), c_ast.UnaryOp("p++", c_ast.ID(var)),
+                     clone(rest.stmt), coord=main.coord), drop_prev
 
 
 def _main_bound_ok(cond: c_ast.Node, var: str, bound: str, unroll: int) -> bool:
@@ -367,7 +366,7 @@ def _main_bound_ok(cond: c_ast.Node, var: str, bound: str, unroll: int) -> bool:
 
 def _shifted(node: c_ast.Node, var: str, r: int) -> c_ast.Node:
     value = c_ast.BinaryOp("+", c_ast.ID(var), c_ast.Constant("int", str(r))) if r else c_ast.ID(var)
-    return replace_ids(copy.deepcopy(node), var, value)
+    return replace_ids(clone(node), var, value)
 
 
 def _same_shifted(candidate: c_ast.Node, template: c_ast.Node, var: str, r: int,
@@ -488,13 +487,13 @@ def _collapse(node: c_ast.For, canon: Canonical, context: Context) -> c_ast.For 
     fused = f"{b}_{t}"
     while fused in names_in(node) or context.scope.lookup(fused) is not None:
         fused += "_"
-    new_body = replace_ids(replace_ids(copy.deepcopy(body), b, c_ast.Constant("int", "0")),
+    new_body = replace_ids(replace_ids(clone(body), b, c_ast.Constant("int", "0")),
                             t, c_ast.ID(fused))
-    decl = copy.deepcopy(node.init.decls[0])
+    decl = clone(node.init.decls[0])
     decl.name = fused
     decl.type.declname = fused
     decl.init = c_ast.Constant("int", "0")
-    total = c_ast.BinaryOp("*", copy.deepcopy(b_hi), copy.deepcopy(t_hi))
+    total = c_ast.BinaryOp("*", clone(b_hi), clone(t_hi))
     canon.steps.append(f"the loops over '{b}' and '{t}' collapsed into one over {b}*{_GEN.visit(t_hi)} + {t}")
     canon.guards.append((f"({_GEN.visit(b_hi)}) <= 0 || ({_GEN.visit(t_hi)}) <= 0 || "
                          f"(kf_index)({_GEN.visit(b_hi)}) * (kf_index)({_GEN.visit(t_hi)}) <= "

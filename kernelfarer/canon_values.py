@@ -4,7 +4,6 @@ the GEMM split off."""
 
 from __future__ import annotations
 
-import copy
 
 from pycparser import c_ast, c_generator
 
@@ -12,7 +11,7 @@ from kernelfarer import ctype
 from kernelfarer.ctype import Scalar, Scope
 
 from kernelfarer.canon_base import (
-    Side, Canonical, Context, items_of, compound, names_in, assigned_names, stored_arrays,
+    Side, Canonical, Context, clone, items_of, compound, names_in, assigned_names, stored_arrays,
     read_arrays, replace_ids, is_var, side_effect_free, nest_loops, terms_of, sum_of, single,
     is_zero, is_one)
 
@@ -69,7 +68,7 @@ def _beta_store(item: c_ast.If):
     rest = [(s, t) for s, t in terms if t is not scaled[0]]
     if _GEN.visit(sum_of(rest)) != _GEN.visit(then.rvalue) or cell in _GEN.visit(then.rvalue):
         return None
-    return copy.deepcopy(other), beta
+    return clone(other), beta
 
 
 def _branch_loop(node: c_ast.Node | None) -> c_ast.For | None:
@@ -78,7 +77,7 @@ def _branch_loop(node: c_ast.Node | None) -> c_ast.For | None:
     items = items_of(node)
     if not items or not isinstance(items[-1], c_ast.For):
         return None
-    loop = copy.deepcopy(items[-1])
+    loop = clone(items[-1])
     for stmt in reversed(items[:-1]):
         if not (isinstance(stmt, c_ast.Assignment) and stmt.op == "=" and
                 isinstance(stmt.lvalue, c_ast.ID) and side_effect_free(stmt.rvalue, frozenset())):
@@ -116,7 +115,7 @@ def _beta_scaling(item: c_ast.If):
             (scale.op == "=" and isinstance(scale.rvalue, c_ast.BinaryOp) and scale.rvalue.op == "*"
              and {_GEN.visit(scale.rvalue.left), _GEN.visit(scale.rvalue.right)} == {beta, cell})):
         return None
-    return copy.deepcopy(scale_loop), beta
+    return clone(scale_loop), beta
 
 
 def drop_zero_skips(node: c_ast.For, canon: Canonical) -> None:
@@ -304,7 +303,7 @@ def _substitute_one_pointer(node: c_ast.For, canon: Canonical, context: Context)
                     names_in(value) & assigned_names(later) or name in names_in(value):
                 continue
             try:
-                expanded = [_expand_pointer(copy.deepcopy(s), name, value)
+                expanded = [_expand_pointer(clone(s), name, value)
                             for s in items[index + 1:]]
             except NotGemm:
                 continue
@@ -336,8 +335,8 @@ def split_side_statements(node: c_ast.For, canon: Canonical) -> None:
             else:
                 split.append(item)
         if split and len(keep) == 1:
-            headers = tuple(c_ast.For(copy.deepcopy(p.init), copy.deepcopy(p.cond),
-                                      copy.deepcopy(p.next), None, coord=p.coord) for p in path)
+            headers = tuple(c_ast.For(clone(p.init), clone(p.cond),
+                                      clone(p.next), None, coord=p.coord) for p in path)
             for item in split:
                 canon.side.append(Side(loops=headers, statement=item))
                 text = " ".join(_GEN.visit(item).split())

@@ -27,13 +27,12 @@ the nest is not a GEMM.
 
 from __future__ import annotations
 
-import copy
 
 from pycparser import c_ast, c_generator
 
 _GEN = c_generator.CGenerator()
 
-from kernelfarer.canon_base import Canonical, Context, Side, loop_vars, with_declarations
+from kernelfarer.canon_base import Canonical, Context, Side, clone, loop_vars, with_declarations
 from kernelfarer.canon_loops import (
     collapse_anywhere, detile, normalize_loops, pointer_subscripts, reroll_blocks,
     strip_labels, walk_blocks, while_to_for, min_functions)
@@ -49,11 +48,11 @@ def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | Non
     """The canonical form of the nest at `root` (a `for` or `while`; `before` is the statement
     right before it in its block, the counter's initialization of a `while`), or None when `root`
     is not a loop nest at all."""
-    node = copy.deepcopy(root)
+    node = clone(root)
     canon = Canonical(node=None)   # type: ignore[arg-type]
     context = with_declarations(context, node, before)
     if isinstance(node, c_ast.While):
-        node = while_to_for(node, copy.deepcopy(before), canon, root=True)
+        node = while_to_for(node, clone(before), canon, root=True)
         if node is None:
             return None
     if not isinstance(node, c_ast.For):

@@ -198,7 +198,7 @@ def _rewrite_one(path: str, cppflags: tuple[str, ...], target: str, quick: bool,
         from kernelfarer.frontend import SourceText   # the parser and the rest: only now
         from kernelfarer.rewrite import RewriteOptions, rewrite_file
         result = rewrite_file(path, RewriteOptions(target=target, cppflags=cppflags, verify=False,
-                                                   split=split), preprocessed=text)
+                                                   split=split, hollow=quick), preprocessed=text)
     except KernelfarerError as exc:
         return Outcome(path, error=exc.message,
                        where=str(exc.location) if exc.location is not None else None)

@@ -193,12 +193,15 @@ class TranslationUnit:
     skipped: tuple = ()      # parsefix.Skipped: functions the parser could not read, left out
 
 
-def load(path: str, cppflags: tuple[str, ...] = (), *,
-         preprocessed: str | None = None) -> TranslationUnit:
-    """The file parsed (`preprocessed`: its text after `preprocess`, when already at hand)."""
+def load(path: str, cppflags: tuple[str, ...] = (), *, preprocessed: str | None = None,
+         hollow: bool = False) -> TranslationUnit:
+    """The file parsed (`preprocessed`: its text after `preprocess`, when already at hand).
+    `hollow`: the bodies of functions that cannot hold a GEMM are not parsed
+    (prefilter.hollow_bodies); their nests are then not in the AST at all."""
     from kernelfarer.hygiene import identifiers
+    from kernelfarer.prefilter import hollow_bodies
     source = SourceText.read(path)
     text = preprocessed if preprocessed is not None else preprocess(path, cppflags)
-    ast, skipped = parsefix.parse(text, path)
+    ast, skipped = parsefix.parse(hollow_bodies(text) if hollow else text, path)
     return TranslationUnit(source=source, ast=ast, identifiers=identifiers(text),
                            skipped=tuple(skipped))

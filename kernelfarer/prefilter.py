@@ -159,11 +159,7 @@ def may_hold_product_nest(preprocessed: str) -> bool:
     text = preprocessed.encode("utf-8", "surrogateescape")
     if b"*" not in text:
         return False
-    nests = loop_nests(text)
-    if nests is None:
-        return True
-    code = _blank(text)
-    return any(deepest >= MIN_DEPTH and b"*" in code[start:end] for start, end, deepest in nests)
+    return _has_product_nest(_blank(text))
 
 
 def may_hold_nest(path: str) -> bool:
@@ -175,3 +171,48 @@ def may_hold_nest(path: str) -> bool:
     if raw.count(b"for") + raw.count(b"while") + raw.count(b"do") < MIN_DEPTH:
         return False
     return deepest_loop_nest(raw) >= MIN_DEPTH
+
+
+_BRACES = re.compile(rb"[{}]")
+_BLANK_LINE_PART = re.compile(rb"[^\n]")
+KEEP_BODY_BYTES = 512      # short bodies stay: helpers an epilogue or a tile bound may call
+
+
+def hollow_bodies(preprocessed: str) -> str:
+    """A preprocessed file with the bodies of the functions that cannot hold a GEMM (no loop nest
+    three deep with a `*`) blanked out, lines kept: what the parser then reads is mostly the
+    declarations, the functions that matter and short helpers (kept whole: the analysis reads
+    them to tell which calls are pure).  An emptied body reads as a function doing nothing but
+    returning nothing either, which no analysis takes for a pure helper."""
+    text = preprocessed.encode("utf-8", "surrogateescape")
+    code = _blank(text)
+    out: list[bytes] = []
+    pos = depth = 0
+    start = -1
+    for m in _BRACES.finditer(code):
+        if m.group() == b"{":
+            if depth == 0:
+                i = m.start() - 1
+                while i >= 0 and code[i] in b" \t\r\n\f\v":
+                    i -= 1
+                start = m.end() if code[i:i + 1] == b")" else -1   # a function's body
+            depth += 1
+            continue
+        depth -= 1
+        if depth < 0:
+            return preprocessed                                  # cannot follow: leave it
+        if depth == 0 and start >= 0:
+            body = code[start:m.start()]
+            if len(body) > KEEP_BODY_BYTES and not _has_product_nest(body):
+                out += [text[pos:start], _BLANK_LINE_PART.sub(b" ", text[start:m.start()])]
+                pos = m.start()
+            start = -1
+    out.append(text[pos:])
+    return b"".join(out).decode("utf-8", "surrogateescape")
+
+
+def _has_product_nest(code: bytes) -> bool:
+    nests = loop_nests(code)
+    if nests is None:
+        return True
+    return any(deepest >= MIN_DEPTH and b"*" in code[start:end] for start, end, deepest in nests)

@@ -30,6 +30,9 @@ class RewriteOptions:
     # A split compile (kernelfarer-cc): the file gets only the call sites' declarations, and
     # RewriteResult.support_unit holds the kernels and drivers as a translation unit of their own.
     split: bool = False
+    # Parse only the functions that can hold a GEMM (and short helpers): the other functions'
+    # nests get no remarks.  kernelfarer-cc does so unless remarks or reports are asked for.
+    hollow: bool = False
 
 @dataclass
 class RewriteResult:
@@ -98,7 +101,7 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None) 
     from kernelfarer import backends   # templates load only when something is rewritten
     backend = backends.get_backend(options.backend)
     target = targets.get_target(options.target)
-    tu = frontend.load(path, options.cppflags, preprocessed=preprocessed)
+    tu = frontend.load(path, options.cppflags, preprocessed=preprocessed, hollow=options.hollow)
     source = tu.source
     macros = frontend.defined_macros(path, options.cppflags)
     names = hygiene.Names(tu.identifiers | macros)

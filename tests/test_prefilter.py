@@ -146,3 +146,40 @@ def test_nests_without_a_product_are_not_parsed(tmp_path):
     assert quick.error is None and quick.compile_text is None and not quick.nests
     assert any("not parsed" in n for n in quick.notes)
     assert full.error is None and full.compile_text is None and full.nests
+
+
+# -- hollowed parses: only the functions that can hold a GEMM -------------------------------------
+
+def test_hollowing_keeps_lines_gemms_and_helpers():
+    from kernelfarer.prefilter import KEEP_BODY_BYTES, hollow_bodies
+    big = "long big(int n) {\n" + "    n += 1;\n" * (KEEP_BODY_BYTES // 8) + "    return n;\n}\n"
+    gemm = CORPUS[sorted(CORPUS)[0]]
+    helper = "static float act(float x) { return x > 0 ? x : 0; }\n"
+    struct = "struct s { int a[64]; } table = { { 1, 2 } };\n"
+    text = helper + struct + big + gemm
+    out = hollow_bodies(text)
+    assert out.count("\n") == text.count("\n") and len(out) == len(text)
+    assert helper in out and struct in out and gemm in out
+    assert "n += 1" not in out and "long big(int n) {" in out
+
+
+@pytest.mark.parametrize("path", sorted(POSITIVE.glob("*.c")) + [SAMPLES / "sgemm.c"],
+                         ids=lambda p: p.name)
+def test_a_hollowed_parse_rewrites_the_same(path):
+    """What kernelfarer-cc rewrites with hollowed parses is what the full parse rewrites."""
+    from kernelfarer.rewrite import RewriteOptions, rewrite_file
+    full = rewrite_file(str(path), RewriteOptions(target="generic", verify=False))
+    quick = rewrite_file(str(path), RewriteOptions(target="generic", verify=False, hollow=True))
+    assert quick.text == full.text
+    assert [r.location for r in quick.remarks if r.replaced] == \
+        [r.location for r in full.remarks if r.replaced]
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_a_hollowed_parse_rewrites_every_spelling_the_same(name, tmp_path):
+    from kernelfarer.rewrite import RewriteOptions, rewrite_file
+    path = tmp_path / "case.c"
+    path.write_text(CORPUS[name])
+    full = rewrite_file(str(path), RewriteOptions(target="generic", verify=False))
+    quick = rewrite_file(str(path), RewriteOptions(target="generic", verify=False, hollow=True))
+    assert quick.text == full.text
