@@ -70,6 +70,9 @@ class ThinShape:
     decline_k: int = 0           # problems no form takes whose C has at most three rows (or
                                  # columns) and k below this run the user's loops: the register
                                  # tiles of the other paths are mostly empty there
+    lane_sum: tuple[str, ...] = ()  # C statements summing the lanes of `v` (a shuffle tree) when
+                                    # the ISA has no reduce intrinsic (isa["reduce"]); () and no
+                                    # reduce: the lanes are stored and added one by one
 
 
 @dataclass(frozen=True)
@@ -158,9 +161,20 @@ def _avx512_thin(lanes: int) -> ThinShape:
                      decline_k=lanes // 2)
 
 
+# AVX2's sums of lanes: the two 128-bit halves added, then within the half.
+_AVX2_LANE_SUM = {
+    8: ("__m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));",
+        "x = _mm_add_ps(x, _mm_movehl_ps(x, x));",
+        "return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));"),
+    4: ("__m128d x = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));",
+        "return _mm_cvtsd_f64(_mm_add_sd(x, _mm_unpackhi_pd(x, x)));"),
+}
+
+
 def _avx2_thin(lanes: int) -> ThinShape:
     # 16 registers: 4 rows x 2 vectors, and 2 dot columns for 3-4 rows
-    return ThinShape(axpy_vectors=2, dot_columns=(4, 2), dot_min_k=lanes, decline_k=lanes)
+    return ThinShape(axpy_vectors=2, dot_columns=(4, 2), dot_min_k=lanes, decline_k=lanes,
+                     lane_sum=_AVX2_LANE_SUM[lanes])
 
 
 _AVX512 = {
