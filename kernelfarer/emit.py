@@ -131,9 +131,13 @@ def helpers_called(code: str | None) -> frozenset[str]:
     return frozenset(_HELPER_NAMES.findall(code))
 
 
-def render_prelude(plans: list, helpers: frozenset[str] | None = None) -> str:
-    """The prelude, with the helpers named (None: every one)."""
-    headers = sorted({h for p in _kernel_plans(plans) for h in p.target.headers})
+def render_prelude(plans: list, helpers: frozenset[str] | None = None, *,
+                   kernels: bool = True) -> str:
+    """The prelude, with the helpers named (None: every one); `kernels`: with the headers the
+    kernels need (the call sites' unit of a split compile has no kernel: <immintrin.h> alone
+    would cost its compile 0.15 s)."""
+    headers = sorted({h for p in _kernel_plans(plans) for h in p.target.headers} if kernels
+                     else ())
     return environment().get_template("prelude.c.j2").render(
         version=__version__, headers=headers, gcc_quiet=GCC_QUIET,
         scratch_bytes=scratch_bytes(_kernel_plans(plans)),
@@ -221,7 +225,7 @@ def render_entry_declarations(plans: list, uses: str) -> str:
     at_sites = helpers_called(uses)
     checks = render_cpu_checks([p for p in plans if not isinstance(p, DispatchPlan)
                                 and p.cpu_check_name not in at_sites], {})
-    return "\n".join([render_prelude(plans, at_sites), *checks,
+    return "\n".join([render_prelude(plans, at_sites, kernels=False), *checks,
                       _prototypes(plans, 'extern __attribute__((visibility("hidden")))')]) \
         + SUPPORT_END
 
