@@ -222,7 +222,8 @@ def rewrite_sources(paths: list[str], cppflags: tuple[str, ...], target: str,
                     timeout: float, quick: bool = True, split: bool = False) -> list[Outcome]:
     """Rewrite each file in a forked child (a crash or a hang of the rewriter cannot take the
     build with it); on timeout the child and its preprocessors are killed.  `quick`: files
-    without a loop nest that multiplies are not parsed (see RewriteOptions.quick_reject)."""
+    without a loop nest that multiplies are not parsed, and of the others only the functions
+    that can hold a GEMM (RewriteOptions.hollow)."""
     import pickle
     import select
     import signal

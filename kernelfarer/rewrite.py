@@ -60,7 +60,8 @@ class _Edit:
 def rewrite_file(path: str, options: RewriteOptions = RewriteOptions(), *,
                  preprocessed: str | None = None) -> RewriteResult:
     """The file with its GEMM nests replaced (see `_rewrite_file`; `preprocessed`: the file's
-    text after cpp.preprocess with options.cppflags, when the caller has it).  Real code holds expressions
+    text after cpp.preprocess with options.cppflags, when the caller has it).  Real code holds
+    expressions
     of thousands of terms, which the parser and the analysis walk recursively: the work runs in
     a thread with a large stack and a recursion limit to match."""
     return _with_deep_recursion(_rewrite_file, path, options, preprocessed)

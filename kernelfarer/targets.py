@@ -67,9 +67,9 @@ class ThinShape:
     dot_min_k: int               # the dot form from this k on: each element's sum of lanes
                                  # costs more than a shorter dot saves
     k_block: int = 256           # k rows of B per axpy block (C is updated once per block)
-    decline_k: int = 0           # problems no form takes whose C has at most three rows (or
-                                 # columns) and k below this run the user's loops: the register
-                                 # tiles of the other paths are mostly empty there
+    decline_k: int = 0           # problems no form takes whose C has at most three columns
+                                 # and k below this run the user's loops: the register tiles of
+                                 # the other paths are mostly empty there (0: never)
     lane_sum: tuple[str, ...] = ()  # C statements summing the lanes of `v` (a shuffle tree) when
                                     # the ISA has no reduce intrinsic (isa["reduce"]); () and no
                                     # reduce: the lanes are stored and added one by one
