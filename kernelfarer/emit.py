@@ -35,9 +35,13 @@ class _BytecodeCache(jinja2.FileSystemBytecodeCache):
             pass
 
 
-def _bytecode_cache() -> jinja2.BytecodeCache | None:
+def _cache_directory(name: str):
     from kernelfarer.hostinfo import PROFILE_DIR_ENV, profile_dir
-    directory = profile_dir(os.environ.get(PROFILE_DIR_ENV) or None) / "templates"
+    return profile_dir(os.environ.get(PROFILE_DIR_ENV) or None) / name
+
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    directory = _cache_directory("templates")
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError:
@@ -63,21 +67,59 @@ def driver_loops(plan: KernelPlan, indent: str = "    ", *, direct: bool = False
                  rows_outer: bool = False) -> str:
     """The driver's loops: the layered schedule (or, with `direct`, the unpacked schedule of small
     problems) through isl's AST builder, statements rendered by the statement macros."""
-    domain = blocking.gemm_domain(params=("M", "N", "K"))
     if direct:
-        layered = blocking.direct_schedule(domain, kc=plan.direct_kc, mr=plan.direct_mr, nr=plan.nr,
-                                           rows_outer=rows_outer)
+        schedule = ("direct", plan.direct_kc, plan.direct_mr, plan.nr, rows_outer)
     else:
-        layered = blocking.layered_schedule(domain, mc=plan.mc, kc=plan.kc, nc=plan.nc,
-                                            mr=plan.mr, nr=plan.nr)
-    ast = blocking.build_ast(layered)
+        schedule = ("layered", plan.mc, plan.kc, plan.nc, plan.mr, plan.nr)
     macros = environment().get_template("statements.c.j2").make_module({"plan": plan})
 
-    def statement(name: str, args: list[str]) -> str:
-        return str(getattr(macros, name)(*args)).strip()
+    def statement(match: re.Match) -> str:
+        args = match.group(2).split(_ARG) if match.group(2) else []
+        return str(getattr(macros, match.group(1))(*args)).strip()
 
-    printer = AstPrinter(statement, rename={"M": "m", "N": "n", "K": "k"})
-    return printer.block(ast, indent)
+    return _STATEMENT.sub(statement, schedule_loops(schedule, indent))
+
+
+# A statement of the schedule in `schedule_loops`' text: name, then its arguments (C expressions).
+_OPEN, _ARG, _CLOSE = "\x02", "\x1f", "\x03"
+_STATEMENT = re.compile(f"{_OPEN}(\\w+)\\(([^{_CLOSE}]*){_CLOSE}")
+
+
+@functools.lru_cache(maxsize=None)
+def schedule_loops(schedule: tuple, indent: str) -> str:
+    """The loops isl's AST builder makes of a driver's schedule (("layered", mc, kc, nc, mr, nr)
+    or ("direct", kc, mr, nr, rows_outer)), with each statement a placeholder for driver_loops.
+    Building the AST is most of a rewrite's time and depends only on these numbers, so the text is
+    kept in the profile directory (`schedules/`) under a hash of them, islpy's version and the
+    code that builds and prints it; a cache that cannot be read or written is only slower."""
+    import hashlib
+    import islpy
+    from kernelfarer import islc
+    sources = b"".join(open(m.__file__, "rb").read() for m in (blocking, islc))
+    key = hashlib.sha256(repr((schedule, indent, islpy.__version__)).encode() + sources)
+    path = _cache_directory("schedules") / (key.hexdigest()[:32] + ".c")
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        pass
+    domain = blocking.gemm_domain(params=("M", "N", "K"))
+    if schedule[0] == "direct":
+        _, kc, mr, nr, rows_outer = schedule
+        layered = blocking.direct_schedule(domain, kc=kc, mr=mr, nr=nr, rows_outer=rows_outer)
+    else:
+        _, mc, kc, nc, mr, nr = schedule
+        layered = blocking.layered_schedule(domain, mc=mc, kc=kc, nc=nc, mr=mr, nr=nr)
+    printer = AstPrinter(lambda name, args: f"{_OPEN}{name}({_ARG.join(args)}{_CLOSE}",
+                         rename={"M": "m", "N": "n", "K": "k"})
+    text = printer.block(blocking.build_ast(layered), indent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError:
+        pass
+    return text
 
 
 def _kernel_plans(plans) -> list[KernelPlan]:

@@ -771,3 +771,26 @@ def test_constant_sizes(tmp_path, target, dtype) -> None:
         # small: the direct path, or the thin one for C of at most four rows or columns
         assert lib.kernelfarer_direct_calls + lib.kernelfarer_thin_calls - before == int(m > 0), \
             (m, n, k)
+
+
+def test_driver_loops_from_the_schedule_cache_equal_a_fresh_build(tmp_path, monkeypatch) -> None:
+    """The driver's loops are kept in the profile directory; a rewrite that finds them there
+    prints exactly what building the schedule again prints, for the packed and the direct
+    schedules, and a cache directory that cannot be written costs nothing but time."""
+    avx2 = targets.TARGETS["x86-avx2"]
+    plan = make_plan(avx2, DType.F32, overrides=tiny_blocks(make_plan(avx2, DType.F32)))
+    monkeypatch.setenv("KERNELFARER_PROFILE_DIR", str(tmp_path / "profile"))
+    kinds = [{}, {"direct": True}, {"direct": True, "rows_outer": True}]
+    emit.schedule_loops.cache_clear()
+    fresh = [emit.driver_loops(plan, **kind) for kind in kinds]
+    assert len(list((tmp_path / "profile" / "schedules").iterdir())) == 3
+    emit.schedule_loops.cache_clear()
+    cached = [emit.driver_loops(plan, **kind) for kind in kinds]
+    assert cached == fresh
+    assert all(plan.kernel_name in fresh[0] and "for (" in text for text in fresh)
+    assert plan.direct_name in fresh[1] and plan.direct_name in fresh[2] and fresh[1] != fresh[2]
+    (tmp_path / "blocked").write_text("")
+    monkeypatch.setenv("KERNELFARER_PROFILE_DIR", str(tmp_path / "blocked"))
+    emit.schedule_loops.cache_clear()
+    assert [emit.driver_loops(plan, **kind) for kind in kinds] == fresh
+    emit.schedule_loops.cache_clear()
