@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-APT_PACKAGES := clang-19 lld-19 llvm-19 libopenblas-dev python3-venv cmake ccache distcc icecc gcc gdb \
+APT_PACKAGES := clang-19 lld-19 llvm-19 libomp-19-dev libopenblas-dev python3-venv cmake ccache distcc icecc gcc gdb \
                 binutils \
                 qemu-user libc6-dev-arm64-cross libgcc-12-dev-arm64-cross \
                 libc6-dev-ppc64el-cross libgcc-12-dev-ppc64el-cross

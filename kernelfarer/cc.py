@@ -188,7 +188,7 @@ class Outcome:
 
 
 def _rewrite_one(path: str, cppflags: tuple[str, ...], target: str, quick: bool,
-                 split: bool = False) -> Outcome:
+                 split: bool = False, threads: int | None = None) -> Outcome:
     from kernelfarer.diagnostics import KernelfarerError
     from kernelfarer import cpp, prefilter
     try:
@@ -198,7 +198,8 @@ def _rewrite_one(path: str, cppflags: tuple[str, ...], target: str, quick: bool,
         from kernelfarer.frontend import SourceText   # the parser and the rest: only now
         from kernelfarer.rewrite import RewriteOptions, rewrite_file
         result = rewrite_file(path, RewriteOptions(target=target, cppflags=cppflags, verify=False,
-                                                   split=split, hollow=quick), preprocessed=text)
+                                                   split=split, hollow=quick, threads=threads),
+                              preprocessed=text)
     except KernelfarerError as exc:
         return Outcome(path, error=exc.message,
                        where=str(exc.location) if exc.location is not None else None)
@@ -219,7 +220,8 @@ def _rewrite_one(path: str, cppflags: tuple[str, ...], target: str, quick: bool,
 
 
 def rewrite_sources(paths: list[str], cppflags: tuple[str, ...], target: str,
-                    timeout: float, quick: bool = True, split: bool = False) -> list[Outcome]:
+                    timeout: float, quick: bool = True, split: bool = False,
+                    threads: int | None = None) -> list[Outcome]:
     """Rewrite each file in a forked child (a crash or a hang of the rewriter cannot take the
     build with it); on timeout the child and its preprocessors are killed.  `quick`: files
     without a loop nest that multiplies are not parsed, and of the others only the functions
@@ -243,7 +245,7 @@ def rewrite_sources(paths: list[str], cppflags: tuple[str, ...], target: str,
             results = []
             for path in paths:
                 try:
-                    results.append(_rewrite_one(path, cppflags, target, quick, split))
+                    results.append(_rewrite_one(path, cppflags, target, quick, split, threads))
                 except Exception as exc:          # a bug of ours: reported, never fatal
                     results.append(Outcome(path, error=f"internal error ({type(exc).__name__}: "
                                                        f"{exc})"))
@@ -347,6 +349,21 @@ def _temp_dir(key: str) -> str:
     return tempfile.mkdtemp(prefix="job-", dir=base)
 
 
+def _env_threads() -> int | None:
+    """KERNELFARER_THREADS: the fast path's threads (rewrite --threads); unset: what each nest's
+    OpenMP pragmas ask for."""
+    text = os.environ.get("KERNELFARER_THREADS")
+    if not text:
+        return None
+    from kernelfarer.plan import parse_threads
+    try:
+        return parse_threads(text)
+    except ValueError:
+        sys.stderr.write(f"{PROG}: warning: KERNELFARER_THREADS={text} is not a thread count or "
+                         "'auto'; ignored\n")
+        return None
+
+
 class _DependencyFileError(Exception):
     pass
 
@@ -386,7 +403,7 @@ class Job:
         from kernelfarer import split
         self.split = split.refusal(cmd, inv.chain) is None
         outcomes = rewrite_sources([s.path for s in todo], tuple(cmd.cppflags), target, timeout,
-                                   quick, self.split)
+                                   quick, self.split, _env_threads())
         chosen = []
         for src, outcome in zip(todo, outcomes):
             if outcome.error is not None:

@@ -11,6 +11,7 @@ from typing import Sequence
 
 from kernelfarer import __version__, targets
 from kernelfarer.diagnostics import KernelfarerError
+from kernelfarer.plan import parse_threads
 from kernelfarer.rewrite import RewriteOptions, RewriteResult, rewrite_file
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -100,6 +101,18 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="print a remark for every loop nest (file:line:col: remark: ...)")
     for name in ("mc", "kc", "nc"):
         p.add_argument(f"--{name}", type=int, default=0, help=f"override the {name} cache block")
+    p.add_argument("--threads", type=_threads, default=None, metavar="N|auto",
+                   help="run the fast path on OpenMP threads where the output is compiled with "
+                        "-fopenmp: at most N, or 'auto' (OMP_NUM_THREADS); 0 or 1: one thread. "
+                        "Default: threads for the nests that carry an OpenMP parallel pragma")
+
+
+def _threads(text: str) -> int:
+    try:
+        return parse_threads(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a thread count or 'auto', not '{text}'") \
+            from None
 
 
 def _split_cppflags(argv: Sequence[str]) -> tuple[list[str], tuple[str, ...]]:
@@ -124,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             target=args.target, cppflags=cppflags,
             blocking={k: getattr(args, k) for k in ("mc", "kc", "nc") if getattr(args, k)},
             verify=getattr(args, "verify", False),
-            backend=getattr(args, "backend", "kernelfarer"))
+            backend=getattr(args, "backend", "kernelfarer"), threads=args.threads)
         result = rewrite_file(args.input, options)
         if args.command == "explain":
             _explain(result)

@@ -17,7 +17,7 @@ import jinja2
 from kernelfarer import __version__
 from kernelfarer.islc import AstPrinter
 from kernelfarer import templates
-from kernelfarer.plan import DispatchPlan, KernelPlan
+from kernelfarer.plan import THREAD_MIN_WORK, DispatchPlan, KernelPlan
 from kernelfarer.spec import CInit, GemmSpec
 from kernelfarer.split import SPLIT_LINKAGE, SPLIT_TAG
 from kernelfarer.transforms import blocking
@@ -52,7 +52,7 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
 @functools.lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     """The templates' environment, one per process (it holds the compiled templates)."""
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(os.path.dirname(templates.__file__)),
         bytecode_cache=_bytecode_cache(),
         undefined=jinja2.StrictUndefined,
@@ -61,6 +61,8 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         autoescape=False,
     )
+    env.globals["thread_min_work"] = THREAD_MIN_WORK
+    return env
 
 
 def driver_loops(plan: KernelPlan, indent: str = "    ", *, direct: bool = False,
@@ -70,7 +72,7 @@ def driver_loops(plan: KernelPlan, indent: str = "    ", *, direct: bool = False
     if direct:
         schedule = ("direct", plan.direct_kc, plan.direct_mr, plan.nr, rows_outer)
     else:
-        schedule = ("layered", plan.mc, plan.kc, plan.nc, plan.mr, plan.nr)
+        schedule = ("layered", plan.mc, plan.kc, plan.nc, plan.mr, plan.nr, bool(plan.threads))
     macros = environment().get_template("statements.c.j2").make_module({"plan": plan})
 
     def statement(match: re.Match) -> str:
@@ -87,8 +89,9 @@ _STATEMENT = re.compile(f"{_OPEN}(\\w+)\\(([^{_CLOSE}]*){_CLOSE}")
 
 @functools.lru_cache(maxsize=None)
 def schedule_loops(schedule: tuple, indent: str) -> str:
-    """The loops isl's AST builder makes of a driver's schedule (("layered", mc, kc, nc, mr, nr)
-    or ("direct", kc, mr, nr, rows_outer)), with each statement a placeholder for driver_loops.
+    """The loops isl's AST builder makes of a driver's schedule (("layered", mc, kc, nc, mr, nr,
+    threads) or ("direct", kc, mr, nr, rows_outer)), with each statement a placeholder for
+    driver_loops.
     Building the AST is most of a rewrite's time and depends only on these numbers, so the text is
     kept in the profile directory (`schedules/`) under a hash of them, islpy's version and the
     code that builds and prints it; a cache that cannot be read or written is only slower."""
@@ -107,8 +110,9 @@ def schedule_loops(schedule: tuple, indent: str) -> str:
         _, kc, mr, nr, rows_outer = schedule
         layered = blocking.direct_schedule(domain, kc=kc, mr=mr, nr=nr, rows_outer=rows_outer)
     else:
-        _, mc, kc, nc, mr, nr = schedule
-        layered = blocking.layered_schedule(domain, mc=mc, kc=kc, nc=nc, mr=mr, nr=nr)
+        _, mc, kc, nc, mr, nr, threads = schedule
+        layered = blocking.layered_tree(domain, mc=mc, kc=kc, nc=nc, mr=mr, nr=nr,
+                                        threads=threads)
     printer = AstPrinter(lambda name, args: f"{_OPEN}{name}({_ARG.join(args)}{_CLOSE}",
                          rename={"M": "m", "N": "n", "K": "k"})
     text = printer.block(blocking.build_ast(layered), indent)
@@ -162,7 +166,7 @@ SUPPORT_END = ("#if defined(KERNELFARER_SUPPORT_WARNINGS)\n"
 OPTIONAL_HELPERS = ("kf_min", "kf_max", "kf_floordiv", "kf_disjoint", "kf_row_stride",
                     "kf_rows_uniform", "kf_isfinite_s", "kf_isfinite_d", "kf_all_finite_s",
                     "kf_all_finite_d", "kf_alloc64", "kf_scratch_take", "kf_cpu_any", "kf_streq",
-                    "kf_getenv")
+                    "kf_getenv", "kf_threads")
 _HELPER_NAMES = re.compile(r"\b(?:%s)\b" % "|".join(OPTIONAL_HELPERS))
 
 
@@ -180,8 +184,9 @@ def render_prelude(plans: list, helpers: frozenset[str] | None = None, *,
     would cost its compile 0.15 s)."""
     headers = sorted({h for p in _kernel_plans(plans) for h in p.target.headers} if kernels
                      else ())
+    openmp = kernels and any(p.threads for p in _kernel_plans(plans))
     return environment().get_template("prelude.c.j2").render(
-        version=__version__, headers=headers, gcc_quiet=GCC_QUIET,
+        version=__version__, headers=headers, gcc_quiet=GCC_QUIET, openmp=openmp,
         scratch_bytes=scratch_bytes(_kernel_plans(plans)),
         helpers=helpers_called(None) if helpers is None else helpers)
 

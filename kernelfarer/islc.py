@@ -7,6 +7,9 @@ from typing import Callable
 
 import islpy as isl
 
+# The mark of transforms/blocking.py above a loop that the threads of a parallel region share.
+PARALLEL_FOR = "kf_parallel_for"
+
 _OP = isl.ast_expr_op_type
 _BINARY = {
     _OP.add: "+", _OP.sub: "-", _OP.mul: "*", _OP.div: "/", _OP.pdiv_q: "/", _OP.pdiv_r: "%",
@@ -71,6 +74,8 @@ class AstPrinter:
             it = self.expr(n.for_get_iterator())
             init = self.expr(n.for_get_init())
             cond = self.expr(n.for_get_cond())
+            if cond.startswith("(") and cond.endswith(")") and _balanced(cond[1:-1]):
+                cond = cond[1:-1]        # OpenMP's canonical loop form (gcc): `it <= bound`
             inc = self.expr(n.for_get_inc())
             body = self.node(n.for_get_body(), indent + "    ")
             self.iterators[it] = None
@@ -88,5 +93,25 @@ class AstPrinter:
             args = [self.expr(call.op_get_arg(i)) for i in range(1, call.op_get_n_arg())]
             return f"{indent}{self.statement(name, args)}\n"
         if kind == isl.ast_node_type.mark:
-            return self.node(n.mark_get_node(), indent)
+            inner = n.mark_get_node()
+            text = self.node(inner, indent)
+            if n.mark_get_id().get_name() != PARALLEL_FOR:
+                return text
+            # The threads of the enclosing parallel region share the loop, and wait for each
+            # other at its end (without OpenMP, one thread runs it all).  A loop isl printed as
+            # no loop (one trip) is run by one of them.
+            if inner.get_type() == isl.ast_node_type.for_:
+                return f"#if defined(_OPENMP)\n{indent}#pragma omp for schedule(static)\n#endif\n{text}"
+            return (f"#if defined(_OPENMP)\n{indent}#pragma omp single\n#endif\n"
+                    f"{indent}{{\n{text}{indent}}}\n")
         raise NotImplementedError(f"isl AST node {kind}")
+
+
+def _balanced(text: str) -> bool:
+    """No parenthesis of `text` closes one it did not open."""
+    depth = 0
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if depth < 0:
+            return False
+    return depth == 0

@@ -113,6 +113,9 @@ class KernelPlan:
     direct_base_rows: tuple[int, ...] = ()
     direct_policy: DirectPolicy | None = None
     thin_name: str = ""                 # the thin path (shape.thin), or ""
+    # Threads of the packed path (OpenMP, when the file is compiled with it): 0, none (no OpenMP
+    # code at all); THREADS_AUTO, as many as OpenMP offers (OMP_NUM_THREADS); n > 1, at most n.
+    threads: int = 0
 
     @property
     def thin(self):
@@ -309,8 +312,30 @@ def _direct_rows(mr: int) -> dict:
     )
 
 
+THREADS_AUTO = -1
+# Products of fewer multiply-adds (m*n*k) than this run on one thread: starting a parallel region
+# and splitting C costs more than it gains (bench/threads.py).
+THREAD_MIN_WORK = 1 << 21
+
+
+def parse_threads(text: str) -> int:
+    """`--threads` and KERNELFARER_THREADS: "auto" (THREADS_AUTO) or a count (0 and 1: none)."""
+    if text.strip().lower() == "auto":
+        return THREADS_AUTO
+    count = int(text)
+    if count < 0:
+        raise ValueError(f"a thread count is 0 or more, or 'auto' (not {text})")
+    return count
+
+
+def threads_suffix(threads: int) -> str:
+    """What a threaded plan's names end with (its kernels are its own: a file may hold both)."""
+    return "" if threads in (0, 1) else "_mt" if threads == THREADS_AUTO else f"_t{threads}"
+
+
 def make_plan(target: Target, dtype: DType, *, caches: Caches | None = None,
-              overrides: Mapping[str, int] | None = None, host: Host | None = None) -> KernelPlan:
+              overrides: Mapping[str, int] | None = None, host: Host | None = None,
+              threads: int = 0) -> KernelPlan:
     """The plan of `target`'s `dtype` kernel for the host (KERNELFARER_HOST, else this machine);
     `caches` replaces the host's cache geometry, `overrides` (--mc/--kc/--nc) the blocks."""
     shape = target.kernel(dtype)
@@ -326,7 +351,8 @@ def make_plan(target: Target, dtype: DType, *, caches: Caches | None = None,
     if error:
         raise KernelfarerError(error)
     tag = target.name.replace("-", "_")
-    base = f"kf_{dtype.letter}gemm_{tag}_{shape.mr}x{shape.nr}"
+    suffix = threads_suffix(threads)
+    base = f"kf_{dtype.letter}gemm_{tag}_{shape.mr}x{shape.nr}{suffix}"
     attribute = f'__attribute__((target("{target.attribute}")))' if target.attribute else ""
     vectors = tuple(range(shape.nr // shape.lanes))
     # The direct path copies B micro-panels (kc x nr) it cannot read in place to the stack buffer.
@@ -337,8 +363,8 @@ def make_plan(target: Target, dtype: DType, *, caches: Caches | None = None,
         ctype=dtype.ctype, in_ctype=dtype.in_ctype, mr=shape.mr, nr=shape.nr, lanes=shape.lanes,
         attribute=attribute, isa=MappingProxyType(dict(shape.isa)),
         kernel_name=base,
-        pack_a_name=f"kf_{dtype.letter}pack_a_{tag}_{shape.mr}",
-        pack_b_name=f"kf_{dtype.letter}pack_b_{tag}_{shape.nr}",
+        pack_a_name=f"kf_{dtype.letter}pack_a_{tag}_{shape.mr}{suffix}",
+        pack_b_name=f"kf_{dtype.letter}pack_b_{tag}_{shape.nr}{suffix}",
         driver_name=f"{base}_driver",
         cpu_check_name=f"kf_cpu_{tag}",
         rows=tuple(range(shape.mr)),
@@ -358,6 +384,7 @@ def make_plan(target: Target, dtype: DType, *, caches: Caches | None = None,
         direct_policy=direct_policy(dtype, caches, nr=shape.nr,
                                     direct_mr=shape.direct_mr or shape.mr) if direct else None,
         thin_name=f"{base}_thin" if shape.thin else "",
+        threads=0 if threads == 1 else threads,
     )
 
 
@@ -412,6 +439,7 @@ class DispatchPlan:
     def blocking_source(self) -> str:
         return self.plans[0].blocking_source
 
+    threads = property(lambda self: self.plans[0].threads)
     mc = property(lambda self: self.plans[0].mc)
     kc = property(lambda self: self.plans[0].kc)
     nc = property(lambda self: self.plans[0].nc)
@@ -419,16 +447,18 @@ class DispatchPlan:
 
 def make_dispatch_plan(target: Target, dtype: DType, registry: Mapping[str, Target], *,
                        caches: Caches | None = None,
-                       overrides: Mapping[str, int] | None = None) -> "DispatchPlan | KernelPlan":
+                       overrides: Mapping[str, int] | None = None,
+                       threads: int = 0) -> "DispatchPlan | KernelPlan":
     """Plans for every dispatched target that has a kernel for `dtype` (a single plan when only
     one has)."""
-    plans = tuple(make_plan(registry[name], dtype, caches=caches, overrides=overrides)
+    plans = tuple(make_plan(registry[name], dtype, caches=caches, overrides=overrides,
+                            threads=threads)
                   for name in target.dispatch if dtype in registry[name].kernels)
     if not plans:
         raise KernelfarerError(f"target '{target.name}' has no {dtype.ctype} kernel")
     if len(plans) == 1:
         return plans[0]
     tag = target.name.replace("-", "_")
-    base = f"kf_{dtype.letter}gemm_{tag}"
+    base = f"kf_{dtype.letter}gemm_{tag}{threads_suffix(threads)}"
     return DispatchPlan(target=target, dtype=dtype, plans=plans, driver_name=f"{base}_driver",
                         cpu_check_name="kf_cpu_any", pick_name=f"{base}_pick")

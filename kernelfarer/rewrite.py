@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from kernelfarer import emit, frontend, hygiene, targets
 from kernelfarer.diagnostics import KernelfarerError, Remark, SourceLocation
-from kernelfarer.plan import KernelPlan, make_dispatch_plan, make_plan
+from kernelfarer.plan import THREADS_AUTO, KernelPlan, make_dispatch_plan, make_plan
 from kernelfarer.scan import identifiers
 from kernelfarer.spec import CInit, GemmSpec
 from kernelfarer.toolchain import clang_path
@@ -33,6 +33,10 @@ class RewriteOptions:
     # Parse only the functions that can hold a GEMM (and short helpers): the other functions'
     # nests get no remarks.  kernelfarer-cc does so unless remarks or reports are asked for.
     hollow: bool = False
+    # Threads of the fast path: None, what each nest asks for (an OpenMP `parallel` pragma on it:
+    # as many as OpenMP offers); 0 or 1, none; plan.THREADS_AUTO; n, at most n.  Threads run only
+    # where the file is compiled with OpenMP (-fopenmp).
+    threads: int | None = None
 
 @dataclass
 class RewriteResult:
@@ -136,13 +140,16 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None) 
         if not targets.has_kernel(target, spec.dtype):
             # Observable fallback: the remark names the kernel, the report says why.
             chosen = targets.TARGETS[targets.GENERIC]
-        key = (chosen.name, spec.dtype.name)
+        threads = options.threads if options.threads is not None else \
+            THREADS_AUTO if cand.parallel else 0
+        key = (chosen.name, spec.dtype.name, threads)
         if key not in plans:
             if chosen.dispatch:
                 plans[key] = make_dispatch_plan(chosen, spec.dtype, targets.TARGETS,
-                                                overrides=options.blocking)
+                                                overrides=options.blocking, threads=threads)
             else:
-                plans[key] = make_plan(chosen, spec.dtype, overrides=options.blocking)
+                plans[key] = make_plan(chosen, spec.dtype, overrides=options.blocking,
+                                       threads=threads)
         plan = plans[key]
         original = source.text[span.start:span.end]
         indent = source.indentation(span.start)
@@ -156,8 +163,14 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None) 
         details = tuple({**dict(_details(spec, plan)), **dict(call.details)}.items())
         if cand.pragmas:
             details += (("pragmas", "the nest's #pragma lines (e.g. OpenMP) stay on the original "
-                                    "loops, which run when a check fails; the fast path is "
-                                    "single-threaded"),)
+                                    "loops, which run when a check fails"),)
+        if plan.threads:
+            count = "as many as OpenMP offers (OMP_NUM_THREADS)" if plan.threads == THREADS_AUTO \
+                else f"at most {plan.threads}"
+            why = "the nest's OpenMP parallel pragma" if options.threads is None else "--threads"
+            details += (("threads", f"{count}, asked for by {why}, where the file is compiled "
+                                    "with OpenMP (-fopenmp); one inside a parallel region and "
+                                    "for small products"),)
         if chosen is not target:
             details += (("fallback", f"{target.name} has no {spec.dtype.ctype} kernel "
                                      f"({spec.dtype.name}); using the portable generic kernel"),)

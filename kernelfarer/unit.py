@@ -3,6 +3,8 @@ nest, each of which ends as a GemmSpec or a reason."""
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 
 from pycparser import c_ast
@@ -27,6 +29,8 @@ class Candidate:
     spec: GemmSpec | None
     reason: str
     pragmas: bool = False          # a #pragma applies to the nest or sits inside it
+    parallel: bool = False         # ... and one of them is an OpenMP `parallel` (the user wants
+                                   # the nest on threads)
     kind: str = "loop-nest"        # "function": a whole function left out (it could not be read)
 
     @property
@@ -83,6 +87,15 @@ def _holds_pragma(node: c_ast.Node) -> bool:
     return isinstance(node, c_ast.Pragma) or any(_holds_pragma(c) for _, c in node.children())
 
 
+_OMP_PARALLEL = re.compile(r"^\s*omp\s+parallel\b")
+
+
+def _holds_omp_parallel(node: c_ast.Node) -> bool:
+    if isinstance(node, c_ast.Pragma):
+        return bool(_OMP_PARALLEL.match(node.string or ""))
+    return any(_holds_omp_parallel(c) for _, c in node.children())
+
+
 def _ids_within(node: c_ast.Node) -> set[int]:
     out = {id(node)}
     for _, child in node.children():
@@ -95,6 +108,7 @@ class _Walker:
         self.tu = tu
         self.candidates: list[Candidate] = []
         self.pragma_loops: set[int] = set()     # loops that directly follow a #pragma
+        self.parallel_loops: set[int] = set()   # ... an OpenMP `parallel` one
         self.functions = pure_functions(tu.ast)  # calls an epilogue may make
         self.min_functions = min_functions(tu.ast)
 
@@ -130,6 +144,8 @@ class _Walker:
             for item in node.block_items or []:
                 if isinstance(item, (c_ast.For, c_ast.While)) and isinstance(previous, c_ast.Pragma):
                     self.pragma_loops.add(id(item))
+                    if _holds_omp_parallel(previous):
+                        self.parallel_loops.add(id(item))
                 self.statement(item, scope, depth, before=previous)
                 previous = item
             scope.pop()
@@ -186,7 +202,9 @@ class _Walker:
             scope.pop()
             return
         pragmas = id(node) in self.pragma_loops or _holds_pragma(node)
-        self.candidates.append(Candidate(node, self.func, location, rank, spec, "", pragmas))
+        parallel = id(node) in self.parallel_loops or _holds_omp_parallel(node)
+        self.candidates.append(Candidate(node, self.func, location, rank, spec, "", pragmas,
+                                         parallel))
 
 
 def _walk(node: c_ast.Node):

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import islpy as isl
 
+from kernelfarer.islc import PARALLEL_FOR     # the mark above a loop that threads share
+
 
 @dataclass(frozen=True)
 class LayeredSchedule:
@@ -40,20 +42,24 @@ def gemm_domain(*, params: tuple[str, str, str] = ("M", "N", "K")) -> isl.Set:
                    f"0 <= k < {k} }}")
 
 
+def _kern_instances(domain: isl.Set, *, mc: int, kc: int, nc: int, mr: int, nr: int) -> isl.Set:
+    """The micro-kernel calls Kern[jc, pc, ic, jr, ir] that cover the (i, j, k) domain."""
+    tile = isl.Map(
+        f"[{', '.join(_param_names(domain))}] -> "
+        f"{{ S[i, j, k] -> Kern[jc, pc, ic, jr, ir] : jc = {nc}*floor(j/{nc}) and "
+        f"pc = {kc}*floor(k/{kc}) and ic = {mc}*floor(i/{mc}) and jr = {nr}*floor(j/{nr}) and "
+        f"ir = {mr}*floor(i/{mr}) }}")
+    return tile.intersect_domain(domain).range()
+
+
 def layered_schedule(domain: isl.Set, *, mc: int, kc: int, nc: int, mr: int,
                      nr: int) -> LayeredSchedule:
     """Tile the (i, j, k) domain Goto-style and add the pack statements."""
     if mc % mr or nc % nr:
         raise ValueError("mc must be a multiple of mr and nc a multiple of nr")
-    params = domain.get_space().params()
-    names = [params.get_dim_name(isl.dim_type.param, p)
-             for p in range(params.dim(isl.dim_type.param))]
+    names = _param_names(domain)
     head = f"[{', '.join(names)}] -> "
-    tile = isl.Map(
-        head + f"{{ S[i, j, k] -> Kern[jc, pc, ic, jr, ir] : jc = {nc}*floor(j/{nc}) and "
-        f"pc = {kc}*floor(k/{kc}) and ic = {mc}*floor(i/{mc}) and jr = {nr}*floor(j/{nr}) and "
-        f"ir = {mr}*floor(i/{mr}) }}")
-    kern = tile.intersect_domain(domain).range()
+    kern = _kern_instances(domain, mc=mc, kc=kc, nc=nc, mr=mr, nr=nr)
     pack_b = kern.project_out(isl.dim_type.set, 2, 3).set_tuple_name("PackB")
     pack_a = kern.project_out(isl.dim_type.set, 3, 2).set_tuple_name("PackA")
     order = (
@@ -116,6 +122,98 @@ def direct_schedule(domain: isl.Set, *, kc: int, mr: int, nr: int,
     return LayeredSchedule(domain=dom, schedule=schedule, context=context)
 
 
-def build_ast(layered: LayeredSchedule) -> isl.AstNode:
+
+def _select(stmts: isl.Set, dims: tuple[int, ...]) -> isl.UnionMap:
+    """{ S[x0, ..., xn] -> [x_d for d in dims] } on the instances `stmts` (dims ascending)."""
+    chosen = stmts.identity()
+    for d in reversed(range(stmts.dim(isl.dim_type.set))):
+        if d not in dims:
+            chosen = chosen.project_out(isl.dim_type.out, d, 1)
+    return isl.UnionMap.from_map(chosen.reset_tuple_id(isl.dim_type.out))
+
+
+def _band(parts: list[tuple[isl.Set, tuple[int, ...]]]) -> isl.MultiUnionPwAff:
+    """A band's partial schedule: for each statement set, the dims of its tuple it runs over."""
+    umap = None
+    for stmts, dims in parts:
+        part = _select(stmts, dims)
+        umap = part if umap is None else umap.union(part)
+    return isl.MultiUnionPwAff.from_union_map(umap)
+
+
+def _filters(*sets: isl.Set) -> isl.UnionSetList:
+    filters = isl.UnionSetList.alloc(isl.DEFAULT_CONTEXT, len(sets))
+    for part in sets:
+        filters = filters.add(part if isinstance(part, isl.UnionSet) else isl.UnionSet(part))
+    return filters
+
+
+@dataclass(frozen=True)
+class LayeredTree:
+    schedule: isl.Schedule      # the statements' instances and their order, as a schedule tree
+    context: isl.Set            # assumptions on the parameters
+
+
+def layered_tree(domain: isl.Set, *, mc: int, kc: int, nc: int, mr: int, nr: int,
+                 threads: bool = False) -> LayeredTree:
+    """The Goto/BLIS schedule of `layered_schedule` as an isl schedule tree,
+
+        band [jc, pc]
+          sequence
+            PackB[jc, pc, jb]:       band [jb]
+            PackA, Kern:             band [ic]
+                                       sequence
+                                         PackA[jc, pc, ic, ia]:        band [ia]
+                                         Kern[jc, pc, ic, jr, ir]:     band [jr]
+                                                                         band [ir]
+
+    PackB packs a chunk of B's kc x nc panel starting at column jb, PackA a chunk of A's mc x kc
+    block starting at row ia: all of it (jb = jc, ia = ic), or, with `threads`, one micro-panel
+    (nr columns, mr rows) per instance.  Then the jb, ia and jr loops are marked PARALLEL_FOR:
+    every thread of the region runs the jc, pc and ic loops, and shares out the packing of each
+    panel and block and the register-tile columns of each block, as BLIS does on cores with
+    private L2 caches; the end of each shared loop is the barrier that orders the packing before
+    its use, and the use before the next packing over it."""
+    if mc % mr or nc % nr:
+        raise ValueError("mc must be a multiple of mr and nc a multiple of nr")
+    kern = _kern_instances(domain, mc=mc, kc=kc, nc=nc, mr=mr, nr=nr)
+    b_chunk, a_chunk = (nr, mr) if threads else (nc, mc)
+    names = _param_names(domain)
+    head = f"[{', '.join(names)}] -> "
+    pack_b = isl.Map(head + f"{{ Kern[jc, pc, ic, jr, ir] -> PackB[jc, pc, jb] : "
+                            f"jb = {b_chunk}*floor(jr/{b_chunk}) }}").intersect_domain(kern).range()
+    pack_a = isl.Map(head + f"{{ Kern[jc, pc, ic, jr, ir] -> PackA[jc, pc, ic, ia] : "
+                            f"ia = {a_chunk}*floor(ir/{a_chunk}) }}").intersect_domain(kern).range()
+
+    def shared(node: isl.ScheduleNode) -> isl.ScheduleNode:
+        return node.insert_mark(isl.Id(PARALLEL_FOR)).child(0) if threads else node
+
+    schedule = isl.Schedule.from_domain(
+        isl.UnionSet(pack_b).union(isl.UnionSet(pack_a)).union(isl.UnionSet(kern)))
+    node = schedule.get_root().child(0)
+    node = node.insert_partial_schedule(_band([(pack_b, (0, 1)), (pack_a, (0, 1)),
+                                               (kern, (0, 1))])).child(0)
+    node = node.insert_sequence(_filters(pack_b, isl.UnionSet(pack_a).union(isl.UnionSet(kern))))
+    node = shared(node.child(0).child(0).insert_partial_schedule(_band([(pack_b, (2,))])))
+    node = node.ancestor(2 if threads else 1).next_sibling().child(0)
+    node = node.insert_partial_schedule(_band([(pack_a, (2,)), (kern, (2,))])).child(0)
+    node = node.insert_sequence(_filters(pack_a, kern))
+    node = shared(node.child(0).child(0).insert_partial_schedule(_band([(pack_a, (3,))])))
+    node = node.ancestor(2 if threads else 1).next_sibling().child(0)
+    node = shared(node.insert_partial_schedule(_band([(kern, (3,))]))).child(0)
+    node = node.insert_partial_schedule(_band([(kern, (4,))]))
+    context = isl.Set(head + "{ : " + " and ".join(f"{p} >= 0" for p in names) + " }")
+    return LayeredTree(schedule=node.get_schedule(), context=context)
+
+
+def _param_names(domain: isl.Set) -> list[str]:
+    params = domain.get_space().params()
+    return [params.get_dim_name(isl.dim_type.param, p)
+            for p in range(params.dim(isl.dim_type.param))]
+
+
+def build_ast(layered: "LayeredSchedule | LayeredTree") -> isl.AstNode:
     build = isl.AstBuild.from_context(layered.context)
+    if isinstance(layered, LayeredTree):
+        return build.node_from_schedule(layered.schedule)
     return build.node_from_schedule_map(layered.schedule.intersect_domain(layered.domain))

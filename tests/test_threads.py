@@ -1,0 +1,179 @@
+"""The fast path on OpenMP threads: equal to the original loops on odd sizes, whatever the thread
+count (OMP_NUM_THREADS=1, 2, 3), inside a parallel region of the user's (where it runs on one
+thread), and compiled without OpenMP (where the threads compile out).  Values are small integers:
+every order of summation gives the same exact result.
+
+The nest with an OpenMP `parallel for` pragma gets threads by itself; the other one only with
+`--threads`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import CLANG, TRACE_FLAGS, run_cli
+
+GCC = shutil.which("gcc-12") or shutil.which("gcc")
+
+GEMMS = r"""
+void gemm_nn(int m, int n, int k, const float *a, const float *b, float *c)
+{
+#pragma omp parallel for
+    for (int i = 0; i < m; i++)
+        for (int p = 0; p < k; p++)
+            for (int j = 0; j < n; j++)
+                c[i * n + j] += a[i * k + p] * b[p * n + j];
+}
+
+void gemm_nt(int m, int n, int k, const double *a, const double *b, double *c)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double s = 0;
+            for (int p = 0; p < k; p++)
+                s += a[i * k + p] * b[j * k + p];
+            c[i * n + j] = s;
+        }
+}
+"""
+
+# Not rewritten: the reference loops and the checks.  Sizes: past the direct path of small
+# problems (the threaded path is the packed one), odd, one over and one under the tiny blocks;
+# with those, only the tall one is past the direct path (A's k block of 9 columns fits L2).
+HARNESS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+void gemm_nn(int m, int n, int k, const float *a, const float *b, float *c);
+void gemm_nt(int m, int n, int k, const double *a, const double *b, double *c);
+extern long kernelfarer_threaded_calls __attribute__((weak));
+static long nested_threaded;        /* threaded runs from inside the user's parallel region */
+
+static long threaded_calls(void)
+{
+    return &kernelfarer_threaded_calls ? kernelfarer_threaded_calls : 0;
+}
+
+static int check(int m, int n, int k, int nested)
+{
+    float *a = malloc(sizeof(float) * (m * k + 1)), *b = malloc(sizeof(float) * (k * n + 1));
+    float *c = malloc(sizeof(float) * (m * n + 1)), *r = malloc(sizeof(float) * (m * n + 1));
+    double *ad = malloc(sizeof(double) * (m * k + 1)), *bd = malloc(sizeof(double) * (k * n + 1));
+    double *cd = malloc(sizeof(double) * (m * n + 1)), *rd = malloc(sizeof(double) * (m * n + 1));
+    int i, j, p, bad = 0;
+    for (i = 0; i < m * k; i++) ad[i] = a[i] = (float)((i * 7 + m) % 9 - 4);
+    for (i = 0; i < k * n; i++) b[i] = (float)((i * 5 + n) % 7 - 3);
+    for (i = 0; i < k * n; i++) bd[i] = (double)((i * 3 + k) % 7 - 3);     /* n x k */
+    for (i = 0; i < m * n; i++) r[i] = c[i] = (float)(i % 5 - 2);
+    for (i = 0; i < m; i++)
+        for (p = 0; p < k; p++)
+            for (j = 0; j < n; j++)
+                r[i * n + j] += a[i * k + p] * b[p * n + j];
+    for (i = 0; i < m; i++)
+        for (j = 0; j < n; j++) {
+            double s = 0;
+            for (p = 0; p < k; p++)
+                s += ad[i * k + p] * bd[j * k + p];
+            rd[i * n + j] = s;
+        }
+    if (nested) {
+        long before = threaded_calls();
+        /* every thread of the user's region runs the whole product on its own copy of C */
+#pragma omp parallel num_threads(2) reduction(+:bad)
+        {
+            float *cc = malloc(sizeof(float) * (m * n + 1));
+            int e;
+            for (e = 0; e < m * n; e++) cc[e] = (float)(e % 5 - 2);
+            gemm_nn(m, n, k, a, b, cc);
+            for (e = 0; e < m * n; e++) bad += cc[e] != r[e];
+            free(cc);
+        }
+        nested_threaded += threaded_calls() - before;
+    } else {
+        gemm_nn(m, n, k, a, b, c);
+        for (i = 0; i < m * n; i++) bad += c[i] != r[i];
+    }
+    gemm_nt(m, n, k, ad, bd, cd);
+    for (i = 0; i < m * n; i++) bad += cd[i] != rd[i];
+    free(a); free(b); free(c); free(r); free(ad); free(bd); free(cd); free(rd);
+    return bad;
+}
+
+int main(void)
+{
+    static const int sizes[][3] = {{0, 300, 300}, {1, 1, 1}, {259, 263, 251}, {97, 389, 301},
+                                   {301, 97, 389}, {49, 193, 8}, {47, 95, 10}, {290, 290, 290},
+                                   {7301, 197, 31}};
+    int s, bad = 0;
+    for (s = 0; s < (int)(sizeof sizes / sizeof sizes[0]); s++)
+        bad += check(sizes[s][0], sizes[s][1], sizes[s][2], 0);
+    for (s = 0; s < (int)(sizeof sizes / sizeof sizes[0]); s++)
+        bad += check(sizes[s][0], sizes[s][1], sizes[s][2], 1);
+    printf("mismatches %d threaded %ld nested %ld\n", bad, threaded_calls(), nested_threaded);
+    return 0;
+}
+"""
+
+# Cache blocks that the sizes above cross many times (multiples of every x86 target's mr, nr).
+TINY = ("--mc", "48", "--kc", "9", "--nc", "96")
+
+
+def _rewrite(tmp: Path, *args: str) -> tuple[Path, str]:
+    source = tmp / "gemms.c"
+    source.write_text(GEMMS)
+    out = tmp / "gemms_kf.c"
+    done = run_cli("rewrite", source, "-o", out, "--remarks", *args)
+    assert done.returncode == 0, done.stderr
+    return out, done.stderr
+
+
+def _build(tmp: Path, rewritten: Path, compiler: str, openmp: bool) -> Path:
+    (tmp / "harness.c").write_text(HARNESS)
+    exe = tmp / f"run_{Path(compiler).name}_{int(openmp)}"
+    flags = ["-O2", *TRACE_FLAGS, "-fopenmp"] if openmp else ["-O2", *TRACE_FLAGS]
+    done = subprocess.run([compiler, *flags, str(rewritten), str(tmp / "harness.c"), "-o",
+                           str(exe)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return exe
+
+
+def _run(exe: Path, threads: int) -> tuple[int, int, int]:
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    out = subprocess.run([str(exe)], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    words = out.stdout.split()
+    return int(words[1]), int(words[3]), int(words[5])
+
+
+def test_the_pragma_asks_for_threads_and_only_its_nest_gets_them(tmp_path) -> None:
+    out, remarks = _rewrite(tmp_path)
+    text = out.read_text()
+    nn, nt = [line for line in remarks.splitlines() if "replaced" in line]
+    assert "_mt [" in nn and "_mt" not in nt
+    assert "#pragma omp parallel num_threads(threads)" in text
+    assert text.count("#pragma omp for schedule(static)") == 3     # B panel, A block, columns
+    report = tmp_path / "r.json"
+    done = run_cli("rewrite", tmp_path / "gemms.c", "-o", tmp_path / "again.c", "--report", report)
+    assert done.returncode == 0, done.stderr
+    assert "asked for by the nest's OpenMP parallel pragma" in report.read_text()
+    _, single = _rewrite(tmp_path, "--threads", "1")
+    assert "_mt" not in single and "#pragma omp for" not in (tmp_path / "gemms_kf.c").read_text()
+
+
+@pytest.mark.parametrize("blocks", ["default", "tiny"])
+def test_threads_equal_the_original_loops(tmp_path, blocks) -> None:
+    out, remarks = _rewrite(tmp_path, "--threads", "auto", *(TINY if blocks == "tiny" else ()))
+    assert remarks.count("_mt [") == 2, remarks
+    builds = [(CLANG, True), (CLANG, False)] + ([(GCC, True)] if GCC else [])
+    for compiler, openmp in builds:
+        exe = _build(tmp_path, out, compiler, openmp)
+        for threads in (1, 2, 3):
+            bad, threaded, nested = _run(exe, threads)
+            what = f"{Path(compiler).name} openmp={openmp} OMP_NUM_THREADS={threads}"
+            assert bad == 0, what
+            # threads ran where they could; never inside the user's parallel region
+            assert (threaded > 0) == (openmp and threads > 1), what
+            assert nested == 0, what
