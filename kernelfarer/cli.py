@@ -40,6 +40,8 @@ def _parser() -> argparse.ArgumentParser:
 
     ex = sub.add_parser("explain", help="list every loop nest with its verdict and reason")
     ex.add_argument("input", help="the C file")
+    ex.add_argument("--schedule", action="store_true",
+                    help="also print the schedule tree of each replacement's driver")
     _common(ex)
 
     sub.add_parser("targets", help="list the targets and which ones this host can run")
@@ -140,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             backend=getattr(args, "backend", "kernelfarer"), threads=args.threads)
         result = rewrite_file(args.input, options)
         if args.command == "explain":
-            _explain(result)
+            _explain(result, args.schedule)
         else:
             _emit_remarks(result, args.remarks)
             _write_output(result, args)
@@ -166,7 +168,7 @@ def _emit_remarks(result: RewriteResult, enabled: bool) -> None:
             print(remark.message(), file=sys.stderr)
 
 
-def _explain(result: RewriteResult) -> None:
+def _explain(result: RewriteResult, schedule: bool = False) -> None:
     if not result.remarks:
         print(f"{result.path}: no loop nests")
     for remark in result.remarks:
@@ -174,6 +176,17 @@ def _explain(result: RewriteResult) -> None:
         if remark.replaced:
             for key, value in remark.details:
                 print(f"    {key}: {value}")
+    if schedule:
+        from kernelfarer.plan import DispatchPlan
+        from kernelfarer.transforms import blocking
+        for used in result.plans:
+            for plan in used.plans if isinstance(used, DispatchPlan) else (used,):
+                tree = blocking.layered_tree(blocking.gemm_domain(), mc=plan.mc, kc=plan.kc,
+                                             nc=plan.nc, mr=plan.mr, nr=plan.nr,
+                                             threads=bool(plan.threads))
+                print(f"\nschedule of {plan.driver_name} (problems its small-problem rule "
+                      "sends elsewhere run the direct or thin path):")
+                print(blocking.describe(tree))
 
 
 def _write_output(result: RewriteResult, args: argparse.Namespace) -> None:

@@ -48,6 +48,7 @@ class RewriteResult:
     # in the original and the new text.  kernelfarer-cc uses them to keep line numbers.
     edits: tuple[_Edit, ...] = ()
     support_unit: str | None = None      # with RewriteOptions.split: the support code's own unit
+    plans: tuple = ()                    # the plans (KernelPlan, DispatchPlan) the call sites use
 
     @property
     def replaced(self) -> int:
@@ -200,7 +201,7 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None) 
             _verify(path, text, (*target.compile_flags, *options.cppflags))
     return RewriteResult(path=path, text=text, remarks=remarks, notes=notes,
                          edits=tuple(sorted(edits, key=lambda e: (e.start, e.end))),
-                         support_unit=unit)
+                         support_unit=unit, plans=tuple(used.values()))
 
 
 def _with_leading_pragmas(source: frontend.SourceText, first: int, span: frontend.Span):

@@ -177,3 +177,19 @@ def test_threads_equal_the_original_loops(tmp_path, blocks) -> None:
             # threads ran where they could; never inside the user's parallel region
             assert (threaded > 0) == (openmp and threads > 1), what
             assert nested == 0, what
+
+
+def test_explain_prints_the_schedule_tree_with_the_shared_loops(tmp_path) -> None:
+    source = tmp_path / "gemms.c"
+    source.write_text(GEMMS)
+    done = run_cli("explain", source, "--schedule", "--target", "x86-avx2")
+    assert done.returncode == 0, done.stderr
+    trees = done.stdout.split("\nschedule of ")[1:]
+    assert [t.split()[0] for t in trees] == ["kf_sgemm_x86_avx2_6x16_mt_driver",
+                                              "kf_dgemm_x86_avx2_6x8_driver"]
+    threaded, single = trees
+    assert threaded.count("mark: kf_parallel_for") == 3 and "mark:" not in single
+    for tree in trees:
+        assert "band: [M, N, K] -> { Kern[jc, pc, ic, jr, ir] -> [ir] }" in tree
+        assert tree.index("filter: PackB") < tree.index("filter: Kern, PackA") \
+            < tree.index("filter: PackA\n")

@@ -180,10 +180,12 @@ def layered_tree(domain: isl.Set, *, mc: int, kc: int, nc: int, mr: int, nr: int
     b_chunk, a_chunk = (nr, mr) if threads else (nc, mc)
     names = _param_names(domain)
     head = f"[{', '.join(names)}] -> "
-    pack_b = isl.Map(head + f"{{ Kern[jc, pc, ic, jr, ir] -> PackB[jc, pc, jb] : "
-                            f"jb = {b_chunk}*floor(jr/{b_chunk}) }}").intersect_domain(kern).range()
-    pack_a = isl.Map(head + f"{{ Kern[jc, pc, ic, jr, ir] -> PackA[jc, pc, ic, ia] : "
-                            f"ia = {a_chunk}*floor(ir/{a_chunk}) }}").intersect_domain(kern).range()
+    pack_b = _named(isl.Map(head + f"{{ Kern[jc, pc, ic, jr, ir] -> PackB[jc, pc, jb] : "
+                                   f"jb = {b_chunk}*floor(jr/{b_chunk}) }}")
+                    .intersect_domain(kern).range(), ("jc", "pc", "jb"))
+    pack_a = _named(isl.Map(head + f"{{ Kern[jc, pc, ic, jr, ir] -> PackA[jc, pc, ic, ia] : "
+                                   f"ia = {a_chunk}*floor(ir/{a_chunk}) }}")
+                    .intersect_domain(kern).range(), ("jc", "pc", "ic", "ia"))
 
     def shared(node: isl.ScheduleNode) -> isl.ScheduleNode:
         return node.insert_mark(isl.Id(PARALLEL_FOR)).child(0) if threads else node
@@ -204,6 +206,40 @@ def layered_tree(domain: isl.Set, *, mc: int, kc: int, nc: int, mr: int, nr: int
     node = node.insert_partial_schedule(_band([(kern, (4,))]))
     context = isl.Set(head + "{ : " + " and ".join(f"{p} >= 0" for p in names) + " }")
     return LayeredTree(schedule=node.get_schedule(), context=context)
+
+
+def _named(stmts: isl.Set, names: tuple[str, ...]) -> isl.Set:
+    for d, name in enumerate(names):
+        stmts = stmts.set_dim_name(isl.dim_type.set, d, name)
+    return stmts
+
+
+def describe(tree: LayeredTree) -> str:
+    """The schedule tree, one node per line (`kernelfarer explain --schedule`): bands with each
+    statement's schedule, filters by statement, marks."""
+    domain = tree.schedule.get_domain()
+    lines: list[str] = []
+
+    def walk(node: isl.ScheduleNode, depth: int) -> None:
+        kind, pad = node.get_type(), "  " * depth
+        if kind == isl.schedule_node_type.domain:
+            lines.append(f"{pad}domain: {node.domain_get_domain().gist_params(tree.context)}")
+        elif kind == isl.schedule_node_type.band:
+            band = node.band_get_partial_schedule_union_map().gist_domain(domain)
+            lines.append(f"{pad}band: {band.gist_params(tree.context)}")
+        elif kind == isl.schedule_node_type.filter:
+            names: list[str] = []
+            node.filter_get_filter().foreach_set(lambda s: names.append(s.get_tuple_name()))
+            lines.append(f"{pad}filter: {', '.join(sorted(names))}")
+        elif kind == isl.schedule_node_type.mark:
+            lines.append(f"{pad}mark: {node.mark_get_id().get_name()}")
+        elif kind != isl.schedule_node_type.leaf:
+            lines.append(f"{pad}{str(kind).rsplit('.', 1)[-1]}")
+        for i in range(node.n_children()):
+            walk(node.child(i), depth + 1)
+
+    walk(tree.schedule.get_root(), 0)
+    return "\n".join(lines)
 
 
 def _param_names(domain: isl.Set) -> list[str]:
