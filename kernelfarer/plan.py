@@ -313,9 +313,10 @@ def _direct_rows(mr: int) -> dict:
 
 
 THREADS_AUTO = -1
-# Products of fewer multiply-adds (m*n*k) than this run on one thread: starting a parallel region
-# and splitting C costs more than it gains (bench/threads.py).
-THREAD_MIN_WORK = 1 << 21
+# Products of fewer multiply-adds (m*n*k) than this run on one thread: starting a parallel region,
+# its barriers and the packing cost more than the second thread gains (bench/threads.py, Zen 4,
+# 2 threads, f32 squares forced onto the threads: 160^3 0.79x, 192^3 1.09x, 256^3 1.57x).
+THREAD_MIN_WORK = 6 << 20
 
 
 def parse_threads(text: str) -> int:
