@@ -24,10 +24,8 @@ from pycparser import c_ast
 
 from kernelfarer import emit
 from kernelfarer.diagnostics import KernelfarerError
-from kernelfarer.islc import AstPrinter
 from kernelfarer.plan import DispatchPlan, KernelPlan
 from kernelfarer.spec import SIZE_NAMES, CInit, GemmSpec, Guard
-from kernelfarer.transforms import blocking, tiling
 
 CBLAS_INT_MAX = "2147483647"
 
@@ -201,15 +199,7 @@ class TiledBackend(Backend):
         env = emit.environment()
         for plan in seen.values():
             # The layered schedule's loops with only the micro-kernel calls: no pack statements.
-            layered = blocking.layered_schedule(
-                blocking.gemm_domain(params=("M", "N", "K")),
-                mc=plan.mc, kc=plan.kc, nc=plan.nc, mr=plan.mr, nr=plan.nr)
-            layered = replace(layered, domain=tiling.only_statements(layered.domain,
-                                                                     names=("Kern",)))
-            macros = env.get_template("tiled_statements.c.j2").make_module({"plan": plan})
-            printer = AstPrinter(lambda name, args: str(getattr(macros, name)(*args)).strip(),
-                                 rename={"M": "m", "N": "n", "K": "k"})
-            loops = printer.block(blocking.build_ast(layered), "    ")
+            loops = emit.driver_loops(plan, statements="tiled_statements.c.j2", kernel_only=True)
             parts.append(env.get_template("tiled.c.j2").render(plan=plan, loops=loops))
         return emit.with_prelude(plans, parts, uses)
 

@@ -66,14 +66,17 @@ def environment() -> jinja2.Environment:
 
 
 def driver_loops(plan: KernelPlan, indent: str = "    ", *, direct: bool = False,
-                 rows_outer: bool = False) -> str:
+                 rows_outer: bool = False, statements: str = "statements.c.j2",
+                 kernel_only: bool = False) -> str:
     """The driver's loops: the layered schedule (or, with `direct`, the unpacked schedule of small
-    problems) through isl's AST builder, statements rendered by the statement macros."""
+    problems; with `kernel_only`, the layered one without its packing) through isl's AST builder,
+    statements rendered by the macros of `statements`."""
     if direct:
         schedule = ("direct", plan.direct_kc, plan.direct_mr, plan.nr, rows_outer)
     else:
-        schedule = ("layered", plan.mc, plan.kc, plan.nc, plan.mr, plan.nr, bool(plan.threads))
-    macros = environment().get_template("statements.c.j2").make_module({"plan": plan})
+        schedule = ("layered", plan.mc, plan.kc, plan.nc, plan.mr, plan.nr, bool(plan.threads),
+                    kernel_only)
+    macros = environment().get_template(statements).make_module({"plan": plan})
 
     def statement(match: re.Match) -> str:
         args = match.group(2).split(_ARG) if match.group(2) else []
@@ -90,8 +93,8 @@ _STATEMENT = re.compile(f"{_OPEN}(\\w+)\\(([^{_CLOSE}]*){_CLOSE}")
 @functools.lru_cache(maxsize=None)
 def schedule_loops(schedule: tuple, indent: str) -> str:
     """The loops isl's AST builder makes of a driver's schedule (("layered", mc, kc, nc, mr, nr,
-    threads) or ("direct", kc, mr, nr, rows_outer)), with each statement a placeholder for
-    driver_loops.
+    threads, kernel_only) or ("direct", kc, mr, nr, rows_outer)), with each statement a
+    placeholder for driver_loops.
     Building the AST is most of a rewrite's time and depends only on these numbers, so the text is
     kept in the profile directory (`schedules/`) under a hash of them, islpy's version and the
     code that builds and prints it; a cache that cannot be read or written is only slower."""
@@ -108,14 +111,15 @@ def schedule_loops(schedule: tuple, indent: str) -> str:
     domain = blocking.gemm_domain(params=("M", "N", "K"))
     if schedule[0] == "direct":
         _, kc, mr, nr, rows_outer = schedule
-        layered = blocking.direct_schedule(domain, kc=kc, mr=mr, nr=nr, rows_outer=rows_outer)
+        tree = blocking.direct_tree(domain, kc=kc, mr=mr, nr=nr, rows_outer=rows_outer)
     else:
-        _, mc, kc, nc, mr, nr, threads = schedule
-        layered = blocking.layered_tree(domain, mc=mc, kc=kc, nc=nc, mr=mr, nr=nr,
-                                        threads=threads)
+        _, mc, kc, nc, mr, nr, threads, kernel_only = schedule
+        tree = blocking.layered_tree(domain, mc=mc, kc=kc, nc=nc, mr=mr, nr=nr, threads=threads)
+        if kernel_only:
+            tree = blocking.only_kernel_calls(tree)
     printer = AstPrinter(lambda name, args: f"{_OPEN}{name}({_ARG.join(args)}{_CLOSE}",
                          rename={"M": "m", "N": "n", "K": "k"})
-    text = printer.block(blocking.build_ast(layered), indent)
+    text = printer.block(blocking.build_ast(tree), indent)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")

@@ -1,23 +1,25 @@
-"""The Goto/BLIS layered GEMM schedule, as isl objects.
+"""The Goto/BLIS layered GEMM schedule, as isl schedule trees.
 
 Input: the GEMM iteration domain ``[M, N, K] -> { S[i, j, k] : 0 <= i < M and 0 <= j < N and
-0 <= k < K }``.  Output: a schedule over three statements,
+0 <= k < K }``.  `layered_tree` tiles it into micro-kernel calls and adds the packing statements,
 
-    PackB[jc, pc]               pack the kc x nc panel of B at (pc, jc)
-    PackA[jc, pc, ic]           pack the mc x kc block of A at (ic, pc)
+    PackB[jc, pc, jb]           pack (a chunk of) the kc x nc panel of B at (pc, jc)
+    PackA[jc, pc, ic, ia]       pack (a chunk of) the mc x kc block of A at (ic, pc)
     Kern[jc, pc, ic, jr, ir]    one mr x nr micro-kernel call on C at (ir, jr)
 
 whose instances are the images of the domain under the tiling maps (so edge tiles exist exactly
-where the domain reaches), ordered
+where the domain reaches), ordered by a schedule tree built with islpy's node API
 
     for jc (step nc) for pc (step kc) { PackB; for ic (step mc) { PackA; for jr (step nr)
         for ir (step mr) Kern } }
 
-isl's AST builder turns this into loops; partial tiles at every edge are the statements' own
-business (they are given the tile's origin, and clamp their extent to the domain).
+with the loops that threads share marked (PARALLEL_FOR).  isl's AST builder turns a tree into
+loops; partial tiles at every edge are the statements' own business (they are given the tile's
+origin, and clamp their extent to the domain).
 
-`direct_schedule` is the driver's other schedule, for problems too small (or too narrow) for
-packing to pay: the same register tiles on A and B in place.
+`direct_tree` is the driver's other schedule, for problems too small (or too narrow) for packing
+to pay: the same register tiles on A and B in place.  `describe` prints a tree
+(`kernelfarer explain --schedule`).
 """
 
 from __future__ import annotations
@@ -27,13 +29,6 @@ from dataclasses import dataclass
 import islpy as isl
 
 from kernelfarer.islc import PARALLEL_FOR     # the mark above a loop that threads share
-
-
-@dataclass(frozen=True)
-class LayeredSchedule:
-    domain: isl.UnionSet        # instances of PackB, PackA, Kern
-    schedule: isl.UnionMap      # instance -> time
-    context: isl.Set            # assumptions on the parameters
 
 
 def gemm_domain(*, params: tuple[str, str, str] = ("M", "N", "K")) -> isl.Set:
@@ -50,77 +45,6 @@ def _kern_instances(domain: isl.Set, *, mc: int, kc: int, nc: int, mr: int, nr: 
         f"pc = {kc}*floor(k/{kc}) and ic = {mc}*floor(i/{mc}) and jr = {nr}*floor(j/{nr}) and "
         f"ir = {mr}*floor(i/{mr}) }}")
     return tile.intersect_domain(domain).range()
-
-
-def layered_schedule(domain: isl.Set, *, mc: int, kc: int, nc: int, mr: int,
-                     nr: int) -> LayeredSchedule:
-    """Tile the (i, j, k) domain Goto-style and add the pack statements."""
-    if mc % mr or nc % nr:
-        raise ValueError("mc must be a multiple of mr and nc a multiple of nr")
-    names = _param_names(domain)
-    head = f"[{', '.join(names)}] -> "
-    kern = _kern_instances(domain, mc=mc, kc=kc, nc=nc, mr=mr, nr=nr)
-    pack_b = kern.project_out(isl.dim_type.set, 2, 3).set_tuple_name("PackB")
-    pack_a = kern.project_out(isl.dim_type.set, 3, 2).set_tuple_name("PackA")
-    order = (
-        (pack_b, head + "{ PackB[jc, pc] -> [jc, pc, 0, 0, 0, 0, 0] }"),
-        (pack_a, head + "{ PackA[jc, pc, ic] -> [jc, pc, 1, ic, 0, 0, 0] }"),
-        (kern, head + "{ Kern[jc, pc, ic, jr, ir] -> [jc, pc, 1, ic, 1, jr, ir] }"),
-    )
-    dom = isl.UnionSet(pack_b).union(isl.UnionSet(pack_a)).union(isl.UnionSet(kern))
-    schedule = None
-    for stmts, text in order:
-        part = isl.UnionMap.from_map(isl.Map(text).intersect_domain(stmts))
-        schedule = part if schedule is None else schedule.union(part)
-    context = isl.Set(head + "{ : " + " and ".join(f"{p} >= 0" for p in names) + " }")
-    return LayeredSchedule(domain=dom, schedule=schedule, context=context)
-
-
-def direct_schedule(domain: isl.Set, *, kc: int, mr: int, nr: int,
-                    rows_outer: bool = False) -> LayeredSchedule:
-    """The unpacked ("direct") schedule for small and narrow problems: register tiles read A and B
-    in place, k blocked by kc, no A block and no B panel to pack.  Statements
-
-        PanelB[pc, jr]          make the kc x nr micro-panel of B at (pc, jr) readable by rows
-                                (in place, or a copy)
-        Direct[pc, jr, ir]      one mr x nr register tile on C at (ir, jr), A and B in place
-
-    ordered  for pc (step kc) for jr (step nr) { PanelB; for ir (step mr) Direct }: a B panel is
-    reused by a whole column of tiles.  With `rows_outer` (k blocks too short for the tiles to
-    hide C's traffic) C is walked row panel by row panel instead, with one statement per tile,
-
-        DirectRow[pc, ir, jr]   B's micro-panel at (pc, jr) made readable, then the tile at (ir, jr)
-
-    ordered  for pc (step kc) for ir (step mr) for jr (step nr) DirectRow."""
-    params = domain.get_space().params()
-    names = [params.get_dim_name(isl.dim_type.param, p)
-             for p in range(params.dim(isl.dim_type.param))]
-    head = f"[{', '.join(names)}] -> "
-    context = isl.Set(head + "{ : " + " and ".join(f"{p} >= 0" for p in names) + " }")
-    if rows_outer:
-        tile = isl.Map(
-            head + f"{{ S[i, j, k] -> DirectRow[pc, ir, jr] : pc = {kc}*floor(k/{kc}) and "
-            f"jr = {nr}*floor(j/{nr}) and ir = {mr}*floor(i/{mr}) }}")
-        rows = tile.intersect_domain(domain).range()
-        schedule = isl.UnionMap.from_map(
-            isl.Map(head + "{ DirectRow[pc, ir, jr] -> [pc, ir, jr] }").intersect_domain(rows))
-        return LayeredSchedule(domain=isl.UnionSet(rows), schedule=schedule, context=context)
-    tile = isl.Map(
-        head + f"{{ S[i, j, k] -> Direct[pc, jr, ir] : pc = {kc}*floor(k/{kc}) and "
-        f"jr = {nr}*floor(j/{nr}) and ir = {mr}*floor(i/{mr}) }}")
-    direct = tile.intersect_domain(domain).range()
-    panel = direct.project_out(isl.dim_type.set, 2, 1).set_tuple_name("PanelB")
-    order = (
-        (panel, head + "{ PanelB[pc, jr] -> [pc, jr, 0, 0] }"),
-        (direct, head + "{ Direct[pc, jr, ir] -> [pc, jr, 1, ir] }"),
-    )
-    dom = isl.UnionSet(panel).union(isl.UnionSet(direct))
-    schedule = None
-    for stmts, text in order:
-        part = isl.UnionMap.from_map(isl.Map(text).intersect_domain(stmts))
-        schedule = part if schedule is None else schedule.union(part)
-    return LayeredSchedule(domain=dom, schedule=schedule, context=context)
-
 
 
 def _select(stmts: isl.Set, dims: tuple[int, ...]) -> isl.UnionMap:
@@ -156,7 +80,7 @@ class LayeredTree:
 
 def layered_tree(domain: isl.Set, *, mc: int, kc: int, nc: int, mr: int, nr: int,
                  threads: bool = False) -> LayeredTree:
-    """The Goto/BLIS schedule of `layered_schedule` as an isl schedule tree,
+    """The Goto/BLIS layered schedule as an isl schedule tree,
 
         band [jc, pc]
           sequence
@@ -242,14 +166,59 @@ def describe(tree: LayeredTree) -> str:
     return "\n".join(lines)
 
 
+def direct_tree(domain: isl.Set, *, kc: int, mr: int, nr: int,
+                rows_outer: bool = False) -> LayeredTree:
+    """The unpacked ("direct") schedule for small and narrow problems: register tiles read A and B
+    in place, k blocked by kc, no A block and no B panel to pack.  Statements
+
+        PanelB[pc, jr]          make the kc x nr micro-panel of B at (pc, jr) readable by rows
+                                (in place, or a copy)
+        Direct[pc, jr, ir]      one mr x nr register tile on C at (ir, jr), A and B in place
+
+    ordered  band [pc, jr] { PanelB; band [ir] Direct }: a B panel is reused by a whole column of
+    tiles.  With `rows_outer` (k blocks too short for the tiles to hide C's traffic) C is walked
+    row panel by row panel instead, with one statement per tile,
+
+        DirectRow[pc, ir, jr]   B's micro-panel at (pc, jr) made readable, then the tile at (ir, jr)
+
+    ordered  band [pc, ir, jr] DirectRow."""
+    names = _param_names(domain)
+    head = f"[{', '.join(names)}] -> "
+    context = isl.Set(head + "{ : " + " and ".join(f"{p} >= 0" for p in names) + " }")
+    tile = isl.Map(head + f"{{ S[i, j, k] -> Direct[pc, jr, ir] : pc = {kc}*floor(k/{kc}) and "
+                          f"jr = {nr}*floor(j/{nr}) and ir = {mr}*floor(i/{mr}) }}")
+    direct = _named(tile.intersect_domain(domain).range(), ("pc", "jr", "ir"))
+    if rows_outer:
+        rows = _named(isl.Map(head + "{ Direct[pc, jr, ir] -> DirectRow[pc, ir, jr] }")
+                      .intersect_domain(direct).range(), ("pc", "ir", "jr"))
+        schedule = isl.Schedule.from_domain(isl.UnionSet(rows))
+        node = schedule.get_root().child(0).insert_partial_schedule(_band([(rows, (0, 1, 2))]))
+        return LayeredTree(schedule=node.get_schedule(), context=context)
+    panel = _named(direct.project_out(isl.dim_type.set, 2, 1).set_tuple_name("PanelB"),
+                   ("pc", "jr"))
+    schedule = isl.Schedule.from_domain(isl.UnionSet(panel).union(isl.UnionSet(direct)))
+    node = schedule.get_root().child(0)
+    node = node.insert_partial_schedule(_band([(panel, (0, 1)), (direct, (0, 1))])).child(0)
+    node = node.insert_sequence(_filters(panel, direct))
+    node = node.child(1).child(0).insert_partial_schedule(_band([(direct, (2,))]))
+    return LayeredTree(schedule=node.get_schedule(), context=context)
+
+
+def only_kernel_calls(tree: LayeredTree) -> LayeredTree:
+    """The tree with its packing statements left out (the tiled baseline of `compare`: register
+    tiles read A and B in place, in the layered order)."""
+    kept: list[isl.Set] = []
+    tree.schedule.get_domain().foreach_set(
+        lambda s: kept.append(s) if s.get_tuple_name() == "Kern" else None)
+    return LayeredTree(schedule=tree.schedule.intersect_domain(isl.UnionSet(kept[0])),
+                       context=tree.context)
+
+
 def _param_names(domain: isl.Set) -> list[str]:
     params = domain.get_space().params()
     return [params.get_dim_name(isl.dim_type.param, p)
             for p in range(params.dim(isl.dim_type.param))]
 
 
-def build_ast(layered: "LayeredSchedule | LayeredTree") -> isl.AstNode:
-    build = isl.AstBuild.from_context(layered.context)
-    if isinstance(layered, LayeredTree):
-        return build.node_from_schedule(layered.schedule)
-    return build.node_from_schedule_map(layered.schedule.intersect_domain(layered.domain))
+def build_ast(layered: LayeredTree) -> isl.AstNode:
+    return isl.AstBuild.from_context(layered.context).node_from_schedule(layered.schedule)
