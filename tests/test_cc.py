@@ -664,3 +664,27 @@ def test_split_never_replaces_what_is_not_a_regular_file(mm, tmp_path):
     assert done.returncode == 0 and done.stderr == ""
     assert " t kf_sgemm" in _symbols(mm / "link.o")
     assert not (tmp_path / "profile" / "objects").exists()
+
+
+def test_threads_asked_for_in_the_environment(mm, tmp_path):
+    """KERNELFARER_THREADS gives the wrapper's rewrites the threaded fast path (rewrite
+    --threads); a value that is not a count warns once and is ignored.  The program built with
+    -fopenmp prints what the plain build prints, on one thread and on three."""
+    environ = env(KERNELFARER_PROFILE_DIR=str(tmp_path / "profile"), KERNELFARER_THREADS="3")
+    plain = run([CLANG, "-O2", "src/mm.c", "-o", "plain"], mm)
+    assert plain.returncode == 0
+    done = kfcc(CLANG, "-O2", "-fopenmp", "-c", "src/mm.c", "-o", "mm.o", cwd=mm, environ=environ)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    symbols = run(["nm", "mm.o"], mm, quiet_stdout=False).stdout
+    assert "_t3_driver" in symbols and "__kmpc_fork_call" in symbols     # threads, at most 3
+    link = run([CLANG, "-fopenmp", "mm.o", "-o", "fast"], mm)
+    assert link.returncode == 0, link.stderr
+    for threads in ("1", "3"):
+        out = subprocess.run([str(mm / "fast")], capture_output=True, text=True,
+                             env={**os.environ, "OMP_NUM_THREADS": threads})
+        assert out.stdout == run([mm / "plain"], mm, quiet_stdout=False).stdout
+    bad = env(KERNELFARER_PROFILE_DIR=str(tmp_path / "profile"), KERNELFARER_THREADS="many")
+    done = kfcc(CLANG, "-O2", "-c", "src/mm.c", "-o", "mm1.o", cwd=mm, environ=bad)
+    assert done.returncode == 0
+    assert done.stderr.count("KERNELFARER_THREADS=many") == 1, done.stderr
+    assert "_t3_driver" not in run(["nm", "mm1.o"], mm, quiet_stdout=False).stdout
