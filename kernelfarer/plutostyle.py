@@ -6,13 +6,16 @@ isl parameters), its statements (consecutive statements between loops are one po
 statement, printed back as C), their original schedule (loops and textual order) and their array
 accesses (affine subscripts; a subscript with symbolic coefficients, ``A[i*lda + k]``, is
 delinearized into one coordinate per loop variable, largest stride first, which is exact under the
-run-time checks the recognizer puts on the nest).  transforms/tiling.py then checks the band
-(the three loops, for every statement) is permutable under the dependences of the original order,
-tiles it, orders the point loops for vectorization, and isl's AST builder writes the loops; the
-statements are the nest's own text with the loop variables bound to the new iterators.
+run-time checks the recognizer puts on the nest).  From the memory dependences of the original
+order, isl's scheduler (a Pluto-like algorithm: ScheduleConstraints.compute_schedule with validity,
+proximity and coincidence constraints, as PPCG calls it) finds a new schedule; its outermost
+permutable band (two or three loops) is tiled rectangularly (transforms/tiling.py), the point loops
+ordered for vectorization, and isl's AST builder writes the loops; the statements are the nest's
+own text with the loop variables bound to the new iterators.
 
-A nest whose band is not permutable (an accumulator scalar shared by all iterations: Pluto would
-need a scalar expansion it does not do) is left as written, with the reason.
+A nest without a permutable band of two or more loops (an accumulator scalar shared by all
+iterations: Pluto would need a scalar expansion it does not do) is left as written, with the
+reason.
 """
 
 from __future__ import annotations
@@ -317,7 +320,7 @@ def tile_nest(node: c_ast.For, options: PlutoOptions = PlutoOptions(),
                 params[name] = text
         bounds[index] = (lo, hi)
     accesses = _Accesses(iterators, scalars)
-    reads, writes, domain, original, band = [], [], [], [], []
+    reads, writes, domain, original = [], [], [], []
     width = max(len(s.schedule) for s in stmts)
     for s in stmts:
         dims = [_iso(loops[i].var) for i in s.loops]
@@ -328,15 +331,6 @@ def tile_nest(node: c_ast.For, options: PlutoOptions = PlutoOptions(),
                             for i in s.loops) or "true"
         domain.append(f"{tuple_} : {cons}")
         original.append(f"{tuple_} -> [{', '.join(s.schedule + ['0'] * (width - len(s.schedule)))}]")
-        coords = []
-        for var, lp_index in zip(band_vars, deepest.loops):
-            if var in [loops[i].var for i in s.loops]:
-                coords.append(_iso(var))
-            elif s.order < loops[lp_index].order:
-                coords.append(bounds[lp_index][0])                   # before that loop: its start
-            else:
-                coords.append(f"{bounds[lp_index][1]} - 1")          # after it: its last value
-        band.append(f"{tuple_} -> [{', '.join(coords)}, {s.order}]")
         accesses.found = []
         for n in s.nodes:
             accesses.visit(n, locals_=frozenset(s.locals_))
@@ -352,22 +346,25 @@ def tile_nest(node: c_ast.For, options: PlutoOptions = PlutoOptions(),
     dom = isl.UnionSet(head + "{ " + "; ".join(domain) + " }")
     context = isl.Set(head + "{ : " + " and ".join(f"{lo} < {hi}" for lo, hi in bounds.values())
                       + " }")
-    schedule = union_map(band)
     deps = tiling.dependences(domain=dom, schedule=union_map(original), reads=union_map(reads),
                               writes=union_map(writes), context=context)
-    if not tiling.is_permutable(schedule=schedule, band_dims=3, dependences=deps):
+    # isl's scheduler finds the schedule and its outermost permutable band, as PPCG does
+    schedule, members = tiling.pluto_schedule(domain=dom, dependences=deps, context=context)
+    if members < 2:
         shared = sorted(scalars)
         why = f" (the scalar '{shared[0]}' is shared by all iterations)" if shared else ""
-        raise NotApplicable(f"the loops are not a permutable band{why}")
-    order = (0, 1, 2)
+        raise NotApplicable(f"isl's scheduler finds no permutable band of two or more loops{why}")
+    band_dims = min(members, 3)
+    order = tuple(range(band_dims))
     if options.intratileopt:
-        order = tiling.intra_tile_order(schedule=schedule, band_dims=3,
+        order = tiling.intra_tile_order(schedule=schedule, band_dims=band_dims,
                                         accesses=union_map(reads + writes), dependences=deps)
     tiled = tiling.tile_schedule(
-        schedule, band_dims=3, sizes=(options.tile,) * 3,
-        second_level=(options.second_level,) * 3 if options.second_level else None,
+        schedule, band_dims=band_dims, sizes=(options.tile,) * band_dims,
+        second_level=(options.second_level,) * band_dims if options.second_level else None,
         point_order=order)
     ast = tiling.build_ast(schedule=tiled, domain=dom, context=context, separate=True)
+    band_names = _band_names(schedule, deepest.name, band_vars, band_dims)
 
     by_name = {s.name: s for s in stmts}
 
@@ -398,8 +395,24 @@ def tile_nest(node: c_ast.For, options: PlutoOptions = PlutoOptions(),
                                              if k.startswith("kf_lo") or k.startswith("kf_hi")),
                      checks=tuple(f"{lo} < {hi}" for lo, hi in bounds.values()
                                   if not (_literal(lo) and _literal(hi))) or ("1",),
-                     band=tuple(band_vars), point_order=tuple(band_vars[d] for d in order),
+                     band=band_names, point_order=tuple(band_names[d] for d in order),
                      loop_depth=depth)
+
+
+def _band_names(schedule: isl.UnionMap, statement: str, variables: list[str],
+                band_dims: int) -> tuple[str, ...]:
+    """The band's dimensions as the deepest statement's loop variables (`variables`, in the
+    order of its tuple); a dimension that is no single one of them is named b0, b1, ..."""
+    names = []
+    for m in tiling._maps(schedule):
+        if m.get_tuple_name(isl.dim_type.in_) != statement:
+            continue
+        universe = isl.Map.universe(m.get_space())
+        for d in range(band_dims):
+            names.append(next((variables[i] for i in range(m.dim(isl.dim_type.in_))
+                               if m.is_subset(universe.equate(isl.dim_type.in_, i,
+                                                              isl.dim_type.out, d))), f"b{d}"))
+    return tuple(names)
 
 
 def _depth(node: isl.AstNode) -> int:

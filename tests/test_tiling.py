@@ -190,6 +190,16 @@ void mm(int m, int n, int k, int ldb, const float *a, const float *b, float *c) 
 }
 
 
+def test_pluto_style_bands_come_from_isls_scheduler():
+    """The band Pluto-style tiles is the outermost permutable band of isl's (Pluto-like)
+    scheduler: the loops without a dependence (coincident) outside the reduction, whatever order
+    the nest was written in; the initialization of C is fused into the band."""
+    bands = {name: tile_nest(first_for(code)).band for name, code in NESTS.items()}
+    assert bands["ijk"] == ("i", "j", "p")
+    assert bands["kji_alpha"][2] == "p" and set(bands["kji_alpha"]) == {"i", "j", "p"}
+    assert bands["init_then_sum_2d"] == ("i", "j", "k")
+
+
 @pytest.mark.parametrize("name", sorted(NESTS))
 def test_pluto_style_equals_the_original_on_odd_sizes(name, tmp_path):
     source = tmp_path / f"{name}.c"

@@ -5,8 +5,9 @@ What Pluto (Bondhugula et al., PLDI 2008) does with ``polycc --tile --second-lev
 
 1. ``dependences``: the pairs of statement instances that touch the same memory element, at least
    one of them writing, in the order of the original schedule;
-2. ``is_permutable``: a band (one affine function per band dimension for every statement) may be
-   tiled rectangularly when every dependence distance is >= 0 in every band dimension;
+2. ``pluto_schedule``: isl's scheduler, a Pluto-like algorithm, finds a schedule whose outermost
+   band is permutable (every dependence distance >= 0 in every band dimension: it may be tiled
+   rectangularly), with the dependence-free loops outside; ``is_permutable`` checks a given band;
 3. ``intra_tile_order``: inside a tile the loops may then run in any order; the one with the most
    stride-1 accesses among those that carry no dependence goes innermost (vectorizable), the others
    keep their order;
@@ -54,6 +55,25 @@ def dependences(*, domain: isl.UnionSet, schedule: isl.UnionMap, reads: isl.Unio
     ordered = schedule.intersect_domain(domain)
     deps = conflicts.intersect(ordered.lex_lt_union_map(ordered))
     return deps if context is None else deps.intersect_params(context)
+
+
+def pluto_schedule(*, domain: isl.UnionSet, dependences: isl.UnionMap,
+                   context: isl.Set | None = None) -> tuple[isl.UnionMap, int]:
+    """isl's scheduler (a Pluto-like algorithm: validity and proximity constraints from the
+    dependences, coincidence to prefer parallel loops outermost) on the statements, as PPCG
+    runs it: the whole schedule as a map, and how many of its outer dimensions form the
+    outermost permutable band (0: none).  The band is what Pluto tiles."""
+    constraints = isl.ScheduleConstraints.on_domain(domain)
+    if context is not None:
+        constraints = constraints.set_context(context)
+    constraints = constraints.set_validity(dependences).set_proximity(dependences) \
+        .set_coincidence(dependences)
+    schedule = constraints.compute_schedule()
+    node = schedule.get_root().child(0)
+    members = 0
+    if node.get_type() == isl.schedule_node_type.band and node.band_get_permutable():
+        members = node.band_n_member()
+    return schedule.get_map().intersect_domain(domain), members
 
 
 def _band_part(schedule: isl.UnionMap, band_dims: int) -> isl.UnionMap:
