@@ -7,11 +7,19 @@ function holding the nest on arrays of small integers.  The user's own `main`, i
 away.
 
     original      the nest as written (clang -O3 -march=native)
+    interchange   the nest's loops in the best order (Pluto-style's point order), no tiling
     pluto-style   Pluto's rectangular tiling of the permutable band (kernelfarer/plutostyle.py)
     tiled         blocking and the intrinsic register tile, no packing (templates/tiled.c.j2)
     tiled+packed  kernelfarer's rewrite
     blas          a cblas_?gemm call (rewrite --backend blas), OpenBLAS, single-threaded
+    polly         the nest as written, clang -O3 -mllvm -polly (Polly, in the same clang), its GEMM
+                  path off (-polly-pattern-matching-based-opts=false): Polly's scheduling alone
+    polly-gemm    ... with Polly's GEMM path (pattern matching; what clang-19's -polly does)
     polycc        real Pluto (polycc --tile --intratileopt), when polycc is on PATH
+
+With `threads` (--threads N > 1), these also run on N threads, beside their single-thread rows:
+tiled+packed (rewrite --threads N, -fopenmp), blas (OPENBLAS_NUM_THREADS=N) and polly-parallel
+(-polly-parallel on OpenMP); their names end in "xN".
 
 Each variant's result is compared exactly with the original's before anything is timed; timing
 follows kernelfarer/timing.py.  Results: a Markdown table (stdout), CSV and a PNG plot
@@ -22,10 +30,11 @@ from __future__ import annotations
 
 import array
 import os
+import resource
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kernelfarer.backends import Backend, Call, Site
 from kernelfarer.diagnostics import KernelfarerError
@@ -36,7 +45,22 @@ from kernelfarer.rewrite import RewriteOptions, rewrite_file
 from kernelfarer.timing import Job, Progress, median_interval, run_rounds
 from kernelfarer.toolchain import clang_path
 
-VARIANTS = ("original", "pluto-style", "tiled", "tiled+packed", "blas", "polycc")
+VARIANTS = ("original", "interchange", "pluto-style", "tiled", "tiled+packed", "blas", "polly",
+            "polly-gemm", "polycc")
+# Variants that also run on threads (with --threads N), as "<name> xN".
+THREADED = ("tiled+packed", "blas", "polly-parallel")
+# Compiler options of the variants compiled by Polly (the nest as written).
+# clang-19's -mllvm -polly turns Polly's GEMM path (pattern matching) on by itself: "polly" turns it
+# off, to show what Polly's own scheduling and tiling do; "polly-gemm" is what -mllvm -polly gives.
+POLLY = {
+    "polly": ("-mllvm", "-polly", "-mllvm", "-polly-pattern-matching-based-opts=false"),
+    "polly-gemm": ("-mllvm", "-polly", "-mllvm", "-polly-pattern-matching-based-opts=true"),
+    "polly-parallel": ("-mllvm", "-polly", "-mllvm", "-polly-parallel", "-mllvm",
+                       "-polly-omp-backend=LLVM", "-fopenmp"),
+}
+# The variants run with at least this much stack: Polly's GEMM path keeps its packed panels on the
+# stack, and its binaries crash at the usual 8 MiB limit (every variant gets the same limit).
+STACK_BYTES = 256 << 20
 CHECK_SIZE = 67                   # an odd size every variant is also checked at (block edges)
 _ARRAY_TYPECODES = {"float": "f", "double": "d", "int": "i", "long": "l"}
 
@@ -56,6 +80,7 @@ class CompareOptions:
     workdir: str | None = None              # keep the variants' sources and executables here
     seed: int | None = None
     progress: bool | None = None            # None: when stderr is a terminal
+    threads: int = 1                        # > 1: the THREADED variants also on this many
 
 
 @dataclass
@@ -66,6 +91,9 @@ class Variant:
     exe: str = ""
     fast_path: bool = False         # the nest runs behind run-time checks (the harness counts it)
     skipped: dict[str, str] = field(default_factory=dict)   # function -> why it is not measured
+    notes: list[str] = field(default_factory=list)     # what the table's notes say of it
+    cflags: tuple[str, ...] = ()    # compiler options beyond the common ones
+    env: tuple[tuple[str, str], ...] = ()     # its runs' environment, beyond _env()
 
 
 @dataclass(frozen=True)
@@ -106,22 +134,35 @@ def _located(result, subject: Subject):
     return None
 
 
+def threaded_name(name: str, threads: int) -> str:
+    return f"{name} x{threads}"
+
+
 def make_variant(name: str, options: CompareOptions, subjects: list[Subject],
                  workdir: str) -> Variant:
+    base, _, count = name.partition(" x")
+    threads = int(count) if count else 1
     variant = Variant(name)
-    if name == "original":
+    if threads > 1:
+        variant.env = (("OMP_NUM_THREADS", str(threads)), ("OPENBLAS_NUM_THREADS", str(threads)))
+    if base == "original" or base in POLLY:
         with open(options.path, encoding="utf-8", errors="replace") as f:
             variant.text = f.read()
+        variant.cflags = POLLY.get(base, ())
         return variant
-    backend: object = {"pluto-style": PlutoStyleBackend(options.pluto), "tiled": "tiled",
+    backend: object = {"interchange": PlutoStyleBackend(replace(options.pluto, tile=0,
+                                                                second_level=0)),
+                       "pluto-style": PlutoStyleBackend(options.pluto), "tiled": "tiled",
                        "tiled+packed": "kernelfarer", "blas": "blas",
-                       "polycc": PolyccScopBackend()}[name]
+                       "polycc": PolyccScopBackend()}[base]
     result = rewrite_file(options.path, RewriteOptions(target=options.target,
                                                        cppflags=options.cppflags,
                                                        verify=False, backend=backend,
-                                                       every_helper=True))
+                                                       every_helper=True, threads=threads))
+    if threads > 1 and base == "tiled+packed":
+        variant.cflags = ("-fopenmp",)
     variant.text = result.text
-    variant.fast_path = name != "polycc"
+    variant.fast_path = base != "polycc"
     for subject in subjects:
         remark = _located(result, subject)
         details = dict(remark.details) if remark is not None else {}
@@ -129,13 +170,16 @@ def make_variant(name: str, options: CompareOptions, subjects: list[Subject],
             variant.skipped[subject.function] = "the nest was not rewritten"
         elif details.get("not_applied"):
             variant.skipped[subject.function] = details["not_applied"]
-        elif name == "blas" and str(details.get("backend", "")).startswith("kernelfarer"):
+        elif base == "blas" and str(details.get("backend", "")).startswith("kernelfarer"):
             variant.skipped[subject.function] = details["backend"]
-        elif name == "tiled" and subject.spec.b.col_stride.strip() != "1":
+        elif base == "tiled" and subject.spec.b.col_stride.strip() != "1":
             variant.skipped[subject.function] = "B's columns are not contiguous (no vector loads)"
-    if name == "blas":
+        if details.get("expanded"):
+            variant.notes.append(f"{name} {subject.function}(): scalar {details['expanded']} "
+                                 "expanded to a heap array (as PPCG does; Pluto does not)")
+    if base == "blas":
         variant.link = ("-lopenblas",)
-    if name == "polycc":
+    if base == "polycc":
         variant.text = _run_polycc(options, variant.text, workdir)
     return variant
 
@@ -163,7 +207,7 @@ def harness(options: CompareOptions, subjects: list[Subject]) -> tuple[str, str]
 
 def build(variant: Variant, options: CompareOptions, harness_texts: tuple[str, str],
           workdir: str) -> None:
-    tag = variant.name.replace("+", "_").replace("-", "_")
+    tag = variant.name.replace("+", "_").replace("-", "_").replace(" ", "_")
     source = os.path.join(workdir, f"{tag}.c")
     variant.exe = os.path.join(workdir, tag)
     has_prelude = SUPPORT_MARK in variant.text
@@ -172,13 +216,24 @@ def build(variant: Variant, options: CompareOptions, harness_texts: tuple[str, s
     directory = os.path.dirname(os.path.abspath(options.path))
     cmd = [clang_path(), "-O3", "-march=native", "-w", "-DKERNELFARER_TRACE",
            "-Dmain=kf_compare_user_main", "-iquote", directory, *options.cppflags,
-           source, "-o", variant.exe, *variant.link, "-lm"]
+           *variant.cflags, source, "-o", variant.exe, *variant.link, "-lm"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         first = next((ln for ln in done.stderr.splitlines() if "error" in ln), done.stderr[:300])
         raise KernelfarerError(f"building the {variant.name} variant failed: {first} "
                                f"(source kept in {source})" if options.workdir else
                                f"building the {variant.name} variant failed: {first}")
+
+
+def raise_stack_limit(wanted: int = STACK_BYTES) -> None:
+    """Raise this process's soft stack limit (the variants inherit it) to `wanted`, or as far as
+    the hard limit allows."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        return
+    new = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if new > soft:
+        resource.setrlimit(resource.RLIMIT_STACK, (new, hard))
 
 
 def _env() -> dict:
@@ -196,9 +251,10 @@ def check(variant: Variant, reference: Variant, index: int, subject: Subject, si
         if v is reference and cache is not None and (v.exe, index, size) in cache:
             outputs.append(cache[(v.exe, index, size)])
             continue
-        out = os.path.join(workdir, f"check_{v.name.replace('+', '_')}_{index}_{size}.bin")
+        tag = v.name.replace("+", "_").replace(" ", "_")
+        out = os.path.join(workdir, f"check_{tag}_{index}_{size}.bin")
         done = subprocess.run([v.exe, str(index), str(size), "0", "0", out], capture_output=True,
-                              text=True, env=_env(), timeout=3600)
+                              text=True, env={**_env(), **dict(v.env)}, timeout=3600)
         if done.returncode != 0:
             return f"{v.name} exited with status {done.returncode}: {done.stderr.strip()[:200]}"
         fast = int(done.stdout.split()[0])
@@ -220,6 +276,43 @@ def check(variant: Variant, reference: Variant, index: int, subject: Subject, si
             f"(largest difference {worst[0]:g} at element {worst[1]})")
 
 
+def sources(path: str) -> list[str]:
+    """The C files a run covers: `path` itself, or every `.c` file under the directory `path`
+    (sorted; hidden directories skipped)."""
+    if not os.path.isdir(path):
+        return [path]
+    found = []
+    for top, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found += [os.path.join(top, f) for f in sorted(files) if f.endswith(".c")]
+    return found
+
+
+def run_tree(options: CompareOptions) -> tuple[list[Row], list[str]]:
+    """`run` on one file, or on every C file of a directory: there each row's function is named
+    `<file relative to the directory>:<function>`, and a file holding no nest compare can drive is
+    a note."""
+    if not os.path.isdir(options.path):
+        return run(options)
+    rows: list[Row] = []
+    notes: list[str] = []
+    for path in sources(options.path):
+        where = os.path.relpath(path, options.path)
+        workdir = os.path.join(options.workdir, where.replace(os.sep, "_")) \
+            if options.workdir else None
+        try:
+            found, said = run(replace(options, path=path, workdir=workdir))
+        except KernelfarerError as exc:
+            notes.append(f"{where}: not compared: {exc.message}")
+            continue
+        rows += [replace(r, function=f"{where}:{r.function}") for r in found]
+        notes += [f"{where}: {n}" for n in said if f"{where}: {n}" not in notes]
+    if not rows:
+        raise KernelfarerError(f"{options.path}: no C file in it holds a GEMM nest compare can "
+                               "drive")
+    return rows, notes
+
+
 def run(options: CompareOptions) -> tuple[list[Row], list[str]]:
     """Build, check and time every variant; the rows and notes of the report."""
     notes: list[str] = []
@@ -228,8 +321,16 @@ def run(options: CompareOptions) -> tuple[list[Row], list[str]]:
     if not options.variants and not shutil.which("polycc"):
         notes.append("polycc (Pluto) is not on PATH: the polycc variant was skipped")
     for name in wanted:
-        if name not in VARIANTS:
-            raise KernelfarerError(f"unknown variant '{name}' (known: {', '.join(VARIANTS)})")
+        if name not in VARIANTS and name != "polly-parallel":
+            raise KernelfarerError(f"unknown variant '{name}' (known: {', '.join(VARIANTS)}, "
+                                   "and polly-parallel with --threads)")
+    if options.threads > 1:
+        single = [v for v in wanted if v != "polly-parallel"]
+        parallel = [v for v in THREADED if v in wanted or not options.variants
+                    or v == "polly-parallel" and "polly" in wanted]
+        wanted = single + [threaded_name(v, options.threads) for v in parallel]
+    elif "polly-parallel" in wanted:
+        raise KernelfarerError("variant polly-parallel runs on threads: give --threads N (N > 1)")
     if "polycc" in wanted and not shutil.which("polycc"):
         raise KernelfarerError("variant polycc: polycc (Pluto) is not on PATH")
     if "original" not in wanted:
@@ -241,6 +342,7 @@ def run(options: CompareOptions) -> tuple[list[Row], list[str]]:
         wanted = ["original"] + [v for v in wanted if v != "original"]
     workdir = options.workdir or tempfile.mkdtemp(prefix="kernelfarer-compare-")
     os.makedirs(workdir, exist_ok=True)
+    raise_stack_limit()
     try:
         return _run_in(options, subjects, wanted, time_original, workdir, notes)
     finally:
@@ -267,6 +369,7 @@ def _run_in(options, subjects, wanted, time_original, workdir, notes):
             progress.step(f"building {name}")
             continue
         variants.append(variant)
+        notes.extend(variant.notes)
         progress.step(f"building {name}")
     reference = variants[0]
     results: dict = {}
@@ -278,9 +381,8 @@ def _run_in(options, subjects, wanted, time_original, workdir, notes):
             for size in check_sizes:
                 progress.show(f"checking {variant.name} {subject.function} N={size}")
                 problem = check(variant, reference, index, subject, size, workdir, results)
-                if problem:
-                    variant.skipped[subject.function] = f"WRONG: {problem}"
-                    notes.append(f"{variant.name} {subject.function}(): {problem}; not timed")
+                if problem:               # the table's notes say it (from the row)
+                    variant.skipped[subject.function] = f"WRONG: {problem}; not timed"
                     break
     big = [s for s in sizes if s > options.original_limit]
     if big and time_original:
@@ -299,7 +401,8 @@ def _run_in(options, subjects, wanted, time_original, workdir, notes):
                 jobs.append(Job(key=(variant.name, index, size),
                                 command=(variant.exe, str(index), str(size), "1",
                                          str(options.min_time)),
-                                label=f"{variant.name} {subject.function} N={size}"))
+                                label=f"{variant.name} {subject.function} N={size}",
+                                env=variant.env))
     progress.total = progress.done + len(jobs) * options.rounds
     samples = run_rounds(jobs, rounds=options.rounds, parse=_parse_line, env=_env(),
                          seed=options.seed, progress=progress)

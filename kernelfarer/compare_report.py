@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from typing import Sequence
 
-from kernelfarer.compare import VARIANTS, Row
+from kernelfarer.compare import THREADED, VARIANTS, Row
 from kernelfarer.diagnostics import KernelfarerError
 
 CSV_COLUMNS = ("variant", "function", "dtype", "size", "m", "n", "k", "gflops_median", "ci_low",
@@ -14,8 +15,14 @@ CSV_COLUMNS = ("variant", "function", "dtype", "size", "m", "n", "k", "gflops_me
 
 
 def _variants(rows: Sequence[Row]) -> list[str]:
-    present = {r.variant for r in rows}
-    return [v for v in VARIANTS if v in present]
+    """The variants present, in VARIANTS' order, those on threads ("name xN") last."""
+    order = list(VARIANTS) + list(THREADED)
+
+    def key(variant: str) -> tuple:
+        base, _, threads = variant.partition(" x")
+        return (bool(threads), order.index(base) if base in order else len(order), variant)
+
+    return sorted({r.variant for r in rows}, key=key)
 
 
 def _groups(rows: Sequence[Row]) -> list[tuple[str, str]]:
@@ -30,7 +37,7 @@ def _cell(row: Row | None) -> str:
     if row is None:
         return ""
     if row.gflops_median is None:
-        return "—"
+        return "WRONG" if row.note.startswith("WRONG") else "—"
     return f"{row.gflops_median:.2f} ({row.ci_low:.2f}–{row.ci_high:.2f})"
 
 
@@ -70,6 +77,45 @@ def markdown(rows: Sequence[Row], notes: Sequence[str] = ()) -> str:
     return out.getvalue()
 
 
+def summary(rows: Sequence[Row]) -> str:
+    """One line per function, element type and variant: its median GFLOP/s at each size, and its
+    speedup over the original and over pluto-style at the largest size where both were timed."""
+    sizes = sorted({r.size for r in rows})
+    index = {(r.variant, r.function, r.dtype, r.size): r for r in rows}
+    head = ["function", "dtype", "variant"] + [f"N={n}" for n in sizes] + [
+        "x original", "x pluto-style"]
+    out = io.StringIO()
+    out.write("Summary: median GFLOP/s; speedups at the largest N both were timed at\n\n")
+    out.write("| " + " | ".join(head) + " |\n")
+    out.write("|" + "|".join("---" for _ in head) + "|\n")
+    for function, dtype in _groups(rows):
+        for variant in _variants([r for r in rows if (r.function, r.dtype) == (function, dtype)]):
+            mine = [index.get((variant, function, dtype, n)) for n in sizes]
+            cells = [function, dtype, variant]
+            cells += [("WRONG" if r.note.startswith("WRONG") else "—") if r and r.gflops_median
+                      is None else f"{r.gflops_median:.2f}" if r else "" for r in mine]
+            for base in ("original", "pluto-style"):
+                both = [(r.gflops_median / b.gflops_median, n) for r, n in zip(mine, sizes)
+                        if r and r.gflops_median and (b := index.get((base, function, dtype, n)))
+                        and b.gflops_median]
+                cells.append("" if variant == base else
+                             f"{both[-1][0]:.1f}x (N={both[-1][1]})" if both else "—")
+            out.write("| " + " | ".join(cells) + " |\n")
+    return out.getvalue()
+
+
+def plot_each_function(rows: Sequence[Row], path: str, title: str = "") -> list[str]:
+    """One plot per function (`plot`), written as `<path stem>-<function>.png`; the paths."""
+    stem, ext = os.path.splitext(path)
+    written = []
+    for function in dict.fromkeys(r.function for r in rows):
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in function)
+        target = f"{stem}-{safe}{ext or '.png'}"
+        plot([r for r in rows if r.function == function], target, f"{title} {function}".strip())
+        written.append(target)
+    return written
+
+
 def write_csv(rows: Sequence[Row], path: str) -> None:
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
@@ -99,7 +145,7 @@ def plot(rows: Sequence[Row], path: str, title: str = "") -> None:
     groups = _groups(rows)
     variants = _variants(rows)
     fig, axes = plt.subplots(1, len(groups), figsize=(6.4 * len(groups), 4.6), squeeze=False)
-    markers = dict(zip(VARIANTS, "osD^vP"))
+    markers = dict(zip(VARIANTS + THREADED, "osD^vP<>hX*d"))
     for ax, (function, dtype) in zip(axes[0], groups):
         for variant in variants:
             mine = sorted((r for r in rows if (r.variant, r.function, r.dtype) ==
@@ -111,6 +157,11 @@ def plot(rows: Sequence[Row], path: str, title: str = "") -> None:
             err = [[y - r.ci_low for y, r in zip(ys, mine)], [r.ci_high - y for y, r in zip(ys, mine)]]
             ax.errorbar(xs, ys, yerr=err, marker=markers.get(variant, "o"), capsize=3,
                         linewidth=1.6, markersize=5, label=variant)
+        wrong = sorted({(r.variant, r.note) for r in rows if (r.function, r.dtype) ==
+                        (function, dtype) and r.note.startswith("WRONG")})
+        for i, (variant, note) in enumerate(wrong):      # not plotted: said on the plot
+            ax.text(0.01, 0.02 + 0.06 * i, f"{variant}: {note[:90]}", transform=ax.transAxes,
+                    fontsize=7, color="firebrick")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         sizes = sorted({r.size for r in rows if (r.function, r.dtype) == (function, dtype)})

@@ -154,7 +154,7 @@ def make_subject(func: c_ast.FuncDef, spec: GemmSpec, ast: c_ast.FileAST) -> Sub
                            col_stride=op.col_stride, rows=rows, cols=cols, ctype=elem,
                            spread=spread))
     result = next(o for o in ops if o.local == spec.c.name)
-    call = f"{name}({', '.join(d.name for d in decls)})"
+    call = f"kf_cmp_fn_{name}({', '.join(d.name for d in decls)})"     # the harness's pointer
     return Subject(function=name, spec=spec, locals=tuple(locals_), operands=tuple(ops),
                    result=result, call=call, roles=", ".join(roles))
 

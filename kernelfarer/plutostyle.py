@@ -13,9 +13,11 @@ permutable band (two or three loops) is tiled rectangularly (transforms/tiling.p
 ordered for vectorization, and isl's AST builder writes the loops; the statements are the nest's
 own text with the loop variables bound to the new iterators.
 
-A nest without a permutable band of two or more loops (an accumulator scalar shared by all
-iterations: Pluto would need a scalar expansion it does not do) is left as written, with the
-reason.
+A scalar declared between the loops (``float acc = 0; for (p...) acc += ...; C[i][j] = acc;``)
+is expanded as PPCG does: one element per iteration of the loops around its declaration, in a
+heap array the tiled code allocates (the original nest runs if that fails), so that its
+dependences no longer serialize those loops.  A nest without a permutable band of two or more
+loops (an accumulator shared by all iterations, a global say) is left as written, with the reason.
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ class NotApplicable(Exception):
 
 @dataclass(frozen=True)
 class PlutoOptions:
-    tile: int = 32                  # first-level tile size (Pluto's default)
+    tile: int = 32                  # first-level tile size (Pluto's default); 0: no tiling, the
+                                    # band's loops only put in the intra-tile order (interchange)
     second_level: int = 0           # second-level tile size (0: none); a multiple of `tile`
     intratileopt: bool = True       # choose the innermost point loop for vectorization
 
@@ -53,6 +56,17 @@ class _Loop:
     upper: str                      # C text, exclusive
     decl: c_ast.Decl | None         # the declaration when the loop declares its variable
     order: int                      # preorder position in the nest
+    bounds: tuple[c_ast.Node, ...] = ()     # the bounds' expressions
+
+
+@dataclass
+class _Expansion:
+    """A scalar declared between the loops, expanded over the loops around its declaration."""
+
+    name: str                       # the scalar's name in the nest
+    array: str                      # the expanded array's name in the emitted code
+    ctype: str                      # its element type (C text)
+    loops: list[int]                # the loops around the declaration (indexes), outermost first
 
 
 @dataclass
@@ -75,6 +89,9 @@ class TiledNest:
     band: tuple[str, ...]           # the band's loop variables, outermost first
     point_order: tuple[str, ...]    # the point loops' variables, outermost first
     loop_depth: int                 # loops around the innermost statement
+    # scalars expanded to arrays: (array name, element type, the extents' C texts), allocated
+    # on the heap before the loops
+    expansions: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
 
 
 class _Reader:
@@ -83,6 +100,7 @@ class _Reader:
     def __init__(self) -> None:
         self.loops: list[_Loop] = []
         self.statements: list[_Statement] = []
+        self.expansions: dict[str, _Expansion] = {}
         self.counter = 0
 
     def walk(self, node: c_ast.Node, loops: list[int], schedule: list[str]) -> None:
@@ -116,12 +134,60 @@ class _Reader:
                     raise NotApplicable(f"a {type(stmt).__name__} statement in the nest")
             decls = {d.name for d in group if isinstance(d, c_ast.Decl)}
             if decls and len(groups) > 1:
-                raise NotApplicable(f"'{sorted(decls)[0]}' is declared between the loops (Pluto "
-                                    "would need to expand it)")
+                group = self._expand(group, loops)
+                decls = set()
             self.counter += 1
             self.statements.append(_Statement(
                 name=f"S{len(self.statements)}", nodes=group, loops=list(loops), schedule=here,
                 order=self.counter, locals_=decls))
+
+    def _expand(self, group: list[c_ast.Node], loops: list[int]) -> list[c_ast.Node]:
+        """The group with its declarations of scalars replaced by assignments to their expansions
+        (a declaration without an initializer writes nothing)."""
+        out: list[c_ast.Node] = []
+        for item in group:
+            if not isinstance(item, c_ast.Decl):
+                out.append(item)
+                continue
+            if not (isinstance(item.type, c_ast.TypeDecl)
+                    and isinstance(item.type.type, c_ast.IdentifierType)) \
+                    or item.storage or item.bitsize is not None or "volatile" in item.quals:
+                raise NotApplicable(f"'{item.name}' is declared between the loops and is not a "
+                                    "scalar Pluto-style can expand")
+            if item.name in self.expansions or item.name in {lp.var for lp in self.loops}:
+                raise NotApplicable(f"'{item.name}' is declared twice in the nest")
+            variables = {lp.var for lp in self.loops}
+            if any(_mentions(list(self.loops[i].bounds), v) for i in loops for v in variables):
+                raise NotApplicable(f"'{item.name}' would be expanded over loops whose bounds "
+                                    "depend on other loops")
+            ctype = " ".join(item.type.type.names)
+            self.expansions[item.name] = _Expansion(item.name, f"kf_x_{item.name}", ctype,
+                                                    list(loops))
+            if item.init is not None:
+                if isinstance(item.init, c_ast.InitList):
+                    raise NotApplicable(f"'{item.name}' has a brace initializer")
+                out.append(c_ast.Assignment("=", c_ast.ID(item.name), item.init))
+        return out
+
+    def expand_uses(self) -> None:
+        """Every use of an expanded scalar becomes its element of the expansion (new nodes)."""
+        if not self.expansions:
+            return
+        for s in self.statements:
+            for name, x in self.expansions.items():
+                if s.loops[:len(x.loops)] != x.loops and _mentions(s.nodes, name):
+                    raise NotApplicable(f"'{name}' is used outside the loops it is declared in")
+            s.nodes = [_Substitute(self).visit(n) for n in s.nodes]
+
+    def element(self, x: _Expansion) -> c_ast.Node:
+        node: c_ast.Node = c_ast.ID(x.array)
+        for i in x.loops:
+            lp = self.loops[i]
+            index: c_ast.Node = c_ast.ID(lp.var)
+            if _literal(lp.lower) != "0":
+                index = c_ast.BinaryOp("-", index, c_ast.ID(lp.lower))
+            node = c_ast.ArrayRef(node, index)
+        return node
 
     def _loop(self, node: c_ast.For) -> _Loop:
         init, decl = node.init, None
@@ -150,7 +216,38 @@ class _Reader:
         hi = f"({_GEN.visit(upper)})" + (" + 1" if inclusive else "")
         self.counter += 1
         return _Loop(var=var, lower=f"({_GEN.visit(lower)})", upper=hi, decl=decl,
-                     order=self.counter)
+                     order=self.counter, bounds=(lower, upper))
+
+
+class _Substitute:
+    """A copy of a statement with the expanded scalars' uses replaced by their elements."""
+
+    def __init__(self, reader: _Reader) -> None:
+        self.reader = reader
+
+    def visit(self, node: c_ast.Node) -> c_ast.Node:
+        if isinstance(node, c_ast.ID) and node.name in self.reader.expansions:
+            return self.reader.element(self.reader.expansions[node.name])
+        if isinstance(node, c_ast.Decl) and node.name in self.reader.expansions:
+            raise NotApplicable(f"'{node.name}' is declared twice in the nest")
+        if isinstance(node, (c_ast.StructRef,)):       # s.acc: a member, not the scalar
+            return c_ast.StructRef(self.visit(node.name), node.type, node.field)
+        fresh = copy.copy(node)
+        for name, child in node.children():
+            attr, _, index = name.partition("[")
+            new = self.visit(child)
+            if index:
+                items = list(getattr(fresh, attr))
+                items[int(index.rstrip("]"))] = new
+                setattr(fresh, attr, items)
+            else:
+                setattr(fresh, attr, new)
+        return fresh
+
+
+def _mentions(nodes: list[c_ast.Node], name: str) -> bool:
+    return any(isinstance(n, c_ast.ID) and n.name == name
+               or _mentions([c for _, c in n.children()], name) for n in nodes)
 
 
 def _literal(text: str) -> str | None:
@@ -300,6 +397,7 @@ def tile_nest(node: c_ast.For, options: PlutoOptions = PlutoOptions(),
     """Pluto-style tiling of the nest rooted at `node`, or NotApplicable."""
     reader = _Reader()
     reader.walk(node, [], [])
+    reader.expand_uses()
     loops, stmts = reader.loops, reader.statements
     deepest = max(stmts, key=lambda s: len(s.loops))
     band_loops = [loops[i] for i in deepest.loops]
@@ -360,7 +458,7 @@ def tile_nest(node: c_ast.For, options: PlutoOptions = PlutoOptions(),
         order = tiling.intra_tile_order(schedule=schedule, band_dims=band_dims,
                                         accesses=union_map(reads + writes), dependences=deps)
     tiled = tiling.tile_schedule(
-        schedule, band_dims=band_dims, sizes=(options.tile,) * band_dims,
+        schedule, band_dims=band_dims, sizes=(options.tile,) * band_dims if options.tile else (),
         second_level=(options.second_level,) * band_dims if options.second_level else None,
         point_order=order)
     ast = tiling.build_ast(schedule=tiled, domain=dom, context=context, separate=True)
@@ -396,7 +494,11 @@ def tile_nest(node: c_ast.For, options: PlutoOptions = PlutoOptions(),
                      checks=tuple(f"{lo} < {hi}" for lo, hi in bounds.values()
                                   if not (_literal(lo) and _literal(hi))) or ("1",),
                      band=band_names, point_order=tuple(band_names[d] for d in order),
-                     loop_depth=depth)
+                     loop_depth=depth,
+                     expansions=tuple((x.array, x.ctype, tuple(f"({loops[i].upper} - "
+                                                               f"{loops[i].lower})"
+                                                               for i in x.loops))
+                                      for x in reader.expansions.values()))
 
 
 def _band_names(schedule: isl.UnionMap, statement: str, variables: list[str],
@@ -455,9 +557,13 @@ class PlutoStyleBackend(Backend):
             indent=site.indent)
         return Call(text.rstrip("\n"), None, details=(
             ("backend", "pluto-style"), ("kernel", "isl-tiled loops"),
-            ("blocking", f"tile {self.options.tile}" + (
+            ("blocking", (f"tile {self.options.tile}" if self.options.tile else "no tiling") + (
                 f", second level {self.options.second_level}" if self.options.second_level else "")
-             + f"; point loops {' '.join(tiled.point_order)}")))
+             + f"; point loops {' '.join(tiled.point_order)}"))
+            + tuple(("expanded", ", ".join(f"'{name[5:]}' over {len(extents)} loop"
+                                            f"{'s' if len(extents) > 1 else ''}"
+                                            for name, _, extents in tiled.expansions))
+                    for _ in tiled.expansions[:1]))
 
     def support(self, plans: list, uses: str | None = None) -> str:
         return emit.render_prelude([], emit.helpers_called(uses)) + emit.SUPPORT_END

@@ -9,6 +9,7 @@ clock, the temperature) into spread of every variant rather than a bias against 
 from __future__ import annotations
 
 import math
+import os
 import random
 import subprocess
 import sys
@@ -102,6 +103,7 @@ class Job:
     key: tuple                  # what the measurement belongs to (variant, function, size)
     command: tuple[str, ...]
     label: str
+    env: tuple[tuple[str, str], ...] = ()    # added to run_rounds' environment for this run
 
 
 def run_rounds(jobs: Sequence[Job], *, rounds: int, parse: Callable[[str], float],
@@ -117,7 +119,8 @@ def run_rounds(jobs: Sequence[Job], *, rounds: int, parse: Callable[[str], float
         for job in order:
             if progress is not None:
                 progress.show(f"round {round_ + 1}/{rounds}: {job.label}")
-            done = subprocess.run(job.command, capture_output=True, text=True, env=env,
+            run_env = env if not job.env else {**(env or os.environ), **dict(job.env)}
+            done = subprocess.run(job.command, capture_output=True, text=True, env=run_env,
                                   timeout=timeout)
             if done.returncode != 0:
                 raise KernelfarerError(f"{job.label}: exit status {done.returncode}: "

@@ -60,7 +60,8 @@ def test_subject_roles_come_from_the_spec():
     tu = frontend.load(str(SAMPLE))
     cand = next(c for c in find_candidates(tu) if c.spec and c.function.decl.name == "dgemm")
     subject = harness.make_subject(cand.function, cand.spec, tu.ast)
-    assert subject.call == "dgemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)"
+    # through the harness's volatile pointer: the function as compiled on its own
+    assert subject.call == "kf_cmp_fn_dgemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)"
     assert "kf_index lda = kf_cmp_size" in subject.locals
     assert f"double alpha = {harness.ALPHA}" in subject.locals
     assert f"double beta = {harness.BETA}" in subject.locals
@@ -213,3 +214,99 @@ def test_polycc_variant_runs_the_polycc_found_on_path(tmp_path):
     assert done.returncode == 0, done.stderr
     header, _, row = [line for line in done.stdout.splitlines() if line.startswith("|")][:3]
     assert "polycc" in header and "—" not in row
+
+
+# -- Polly, the interchange, threads, whole directories ---------------------------------------------
+
+ACC_NEST = """
+void acc_mm(int m, int n, int k, double alpha, const double *a, const double *b, double *c)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double acc = 0;
+            for (int p = 0; p < k; p++)
+                acc += a[p * m + i] * b[p * n + j];
+            c[i * n + j] = alpha * acc;
+        }
+}
+"""
+
+
+def _quick(path, **kw):
+    return compare.CompareOptions(path=str(path), rounds=1, min_time=0.001, progress=False, **kw)
+
+
+def test_polly_interchange_and_threaded_variants_are_checked_and_timed(tmp_path):
+    """Polly's plain and parallel modes, the interchange and kernelfarer on two threads: each is
+    built, equal to the original at the check sizes, and timed (Polly's GEMM path is left to
+    `make fuzz`: it takes clang a minute a function)."""
+    options = _quick(SAMPLE, functions=("sgemm",), sizes=(33,), threads=2,
+                     variants=("original", "interchange", "polly", "tiled+packed"))
+    rows, notes = compare.run(options)
+    got = {r.variant: r for r in rows}
+    assert set(got) == {"original", "interchange", "polly", "tiled+packed", "tiled+packed x2",
+                        "polly-parallel x2"}, notes
+    for row in rows:
+        assert row.gflops_median and not row.note.startswith("WRONG"), (row.variant, row.note)
+
+
+@pytest.mark.slow
+def test_polly_gemm_variant(tmp_path):
+    rows, notes = compare.run(_quick(SAMPLE, functions=("sgemm",), sizes=(33,),
+                                     variants=("original", "polly-gemm")))
+    assert [r.variant for r in rows] == ["original", "polly-gemm"]
+    assert all(r.gflops_median for r in rows), notes
+
+
+def test_pluto_style_and_interchange_expand_a_local_accumulator(tmp_path):
+    src = tmp_path / "acc.c"
+    src.write_text(ACC_NEST)
+    rows, notes = compare.run(_quick(src, sizes=(1, 31), variants=("original", "interchange",
+                                                                     "pluto-style")))
+    assert all(r.gflops_median for r in rows), [(r.variant, r.note) for r in rows]
+    assert any("pluto-style acc_mm(): scalar 'acc' over 2 loops expanded" in n for n in notes)
+    assert any(n.startswith("interchange acc_mm(): scalar 'acc'") for n in notes)
+
+
+def test_a_wrong_or_crashing_variant_is_shown_as_such():
+    from kernelfarer import compare_report
+    rows = [compare.Row("original", "f", "f32", 64, 64, 64, 64, 2.0, 1.9, 2.1, 0.1, 3),
+            compare.Row("polly", "f", "f32", 64, 0, 0, 0, None, None, None, None, 0,
+                        "WRONG: result differs from the original at N=67 in 3 elements "
+                        "(largest difference 2 at element 5); not timed")]
+    table = compare_report.markdown(rows)
+    assert "| f | f32 | 64 | 2.00 (1.90–2.10) | WRONG |" in table
+    assert "polly f(): WRONG: result differs from the original at N=67 in 3 elements" in table
+    assert "| f | f32 | polly | WRONG |" in compare_report.summary(rows)
+
+
+def test_stack_limit_is_raised_for_the_variants():
+    import resource
+    compare.raise_stack_limit()
+    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    wanted = compare.STACK_BYTES if hard == resource.RLIM_INFINITY else min(compare.STACK_BYTES,
+                                                                              hard)
+    assert soft == resource.RLIM_INFINITY or soft >= wanted
+
+
+def test_compare_runs_on_a_directory(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "acc.c").write_text(ACC_NEST)
+    (tmp_path / "gemm.c").write_text(SAMPLE.read_text())
+    (tmp_path / "none.c").write_text("int f(int x) { return x + 1; }\n")
+    out_png = tmp_path / "out" / "cmp.png"
+    out_png.parent.mkdir()
+    done = run_cli("compare", tmp_path, "--sizes", "9,20", "--rounds", "1", "--min-time", "0.001",
+                   "--variants", "original,pluto-style,tiled+packed", "--no-progress",
+                   "--plot", out_png)
+    assert done.returncode == 0, done.stderr
+    assert "none.c: not compared:" in done.stdout and "no recognized GEMM nest" in done.stdout
+    summary = done.stdout[done.stdout.index("Summary"):]
+    lines = [ln for ln in summary.splitlines() if ln.startswith("| ")]
+    assert lines[0] == ("| function | dtype | variant | N=9 | N=20 | x original | x pluto-style |")
+    functions = {ln.split(" | ")[0][2:] for ln in lines[1:]}
+    assert functions == {"gemm.c:sgemm", "gemm.c:dgemm", "sub/acc.c:acc_mm"}
+    packed = [ln for ln in lines if "| tiled+packed |" in ln]
+    assert len(packed) == 3 and all(ln.rstrip(" |").endswith("(N=20)") for ln in packed)
+    assert sorted(p.name for p in out_png.parent.iterdir()) == [
+        "cmp-gemm.c_dgemm.png", "cmp-gemm.c_sgemm.png", "cmp-sub_acc.c_acc_mm.png"]

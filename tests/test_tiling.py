@@ -156,6 +156,31 @@ void dot(int m, int n, int k, const float *a, const float *b, float *c) {
         tile_nest(first_for(code))
 
 
+def test_a_local_accumulator_is_expanded_over_the_loops_around_it():
+    tiled = tile_nest(first_for(NESTS["local_accumulator"]))   # numerically: below
+    assert tiled.expansions == (("kf_x_acc", "float", ("((m) + 1 - (1))", "((n) - (0))")),)
+    assert tiled.band[:2] == ("i", "j")
+    assert "kf_x_acc[i - (1)][j] = 0;" in tiled.code
+    assert "kf_x_acc[i - (1)][j] += a[" in tiled.code
+    assert "c[((i - 1) * n) + j] = 2 * kf_x_acc[i - (1)][j];" in tiled.code
+
+
+def test_only_scalars_declared_between_the_loops_are_expanded():
+    code = """
+void rows(int m, int n, int k, const float *a, const float *b, float *c) {
+    for (int i = 0; i < m; i++) {
+        const float *row = &a[i * k];
+        for (int j = 0; j < n; j++)
+            for (int p = 0; p < k; p++)
+                c[i * n + j] += row[p] * b[p * n + j];
+    }
+}
+"""
+    with pytest.raises(NotApplicable, match="'row' is declared between the loops and is not a "
+                                            "scalar"):
+        tile_nest(first_for(code))
+
+
 # -- numerically, against the original ------------------------------------------------------------
 
 NESTS = {
@@ -176,6 +201,17 @@ void mm(int n, double C[n][n], const double A[n][n], const double B[n][n]) {
             C[i][j] = 0;
             for (k = 0; k < n; k++)
                 C[i][j] += A[i][k] * B[k][j];
+        }
+}
+""",
+    "local_accumulator": """
+void mm(int m, int n, int k, const float *a, const float *b, float *c) {
+    for (int i = 1; i <= m; i++)
+        for (int j = 0; j < n; j++) {
+            float acc = 0;
+            for (int p = 0; p < k; p++)
+                acc += a[(i - 1) * k + p] * b[p * n + j];
+            c[(i - 1) * n + j] = 2 * acc;
         }
 }
 """,

@@ -170,8 +170,9 @@ def tile_schedule(schedule: isl.UnionMap, *, band_dims: int, sizes: Sequence[int
                   second_level: Sequence[int] | None = None,
                   point_order: Sequence[int] | None = None) -> isl.UnionMap:
     """Rectangular tiling of the band: ``[b..., rest...] -> [T2*floor(b/T2)..., T*floor(b/T)...,
-    b in point_order..., rest...]``."""
-    if len(sizes) != band_dims or any(s <= 0 for s in sizes):
+    b in point_order..., rest...]``; no `sizes`: the band's loops only reordered (an
+    interchange)."""
+    if sizes and (len(sizes) != band_dims or any(s <= 0 for s in sizes)):
         raise ValueError(f"need {band_dims} positive tile sizes, got {list(sizes)}")
     if second_level is not None:
         if len(second_level) != band_dims or any(t % s or t <= 0 for t, s in zip(second_level, sizes)):
