@@ -20,19 +20,16 @@ the real compiler's exit code is the exit code.  The wrapper writes nothing on s
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
-import shlex
 import sys
 from dataclasses import dataclass, field
 
 from kernelfarer import ccargs
 from kernelfarer.linemap import compile_text
 from kernelfarer.prefilter import may_hold_nest
-# targets and split are imported where a file is rewritten: most files of a build never are, and
-# the wrapper's own start-up is most of what it costs them.
+# targets, split (and hashlib, json, shlex) are imported where they are used: most files of a build
+# are never rewritten, and the wrapper's own start-up is most of what it costs them.
 
 PROG = "kernelfarer-cc"
 GUARD = "KERNELFARER_CC_ACTIVE"          # set for the real compiler: we never wrap ourselves
@@ -149,6 +146,7 @@ def invocation(argv: list[str]) -> Invocation:
             prefix.append(last)
             args = args[1:]
     else:
+        import shlex
         words = shlex.split(os.environ.get("KERNELFARER_CC") or DEFAULT_COMPILER)
         word, prefix = words[0], words[1:]
     compiler = _which(word, own)
@@ -329,6 +327,7 @@ def _compiler_family(compiler: str) -> str:
 def _temp_dir(key: str) -> str:
     """A private directory whose name depends only on the command (so that nothing random can
     reach an object file, e.g. through __BASE_FILE__); a numbered variant if it is in use."""
+    import hashlib
     import stat
     import tempfile
     base = os.path.join(tempfile.gettempdir(), f"{PROG}-{os.getuid()}")
@@ -424,6 +423,8 @@ class Job:
     def _report(self, outcome: Outcome, *, rewritten: bool, fallback: str | None = None) -> None:
         if not self.report_dir:
             return
+        import hashlib
+        import json
         key = os.path.abspath(outcome.path) + "\0" + os.path.abspath(self.cmd.output or "")
         digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:12]
         name = os.path.join(self.report_dir, f"{os.path.basename(outcome.path)}.{digest}.json")

@@ -67,6 +67,7 @@ class _Expansion:
     array: str                      # the expanded array's name in the emitted code
     ctype: str                      # its element type (C text)
     loops: list[int]                # the loops around the declaration (indexes), outermost first
+    order: int                      # the order of the statement that declares it
 
 
 @dataclass
@@ -145,7 +146,10 @@ class _Reader:
         """The group with its declarations of scalars replaced by assignments to their expansions
         (a declaration without an initializer writes nothing)."""
         out: list[c_ast.Node] = []
-        for item in group:
+        for position, item in enumerate(group):
+            if isinstance(item, c_ast.Decl) and _mentions(group[:position], item.name):
+                raise NotApplicable(f"'{item.name}' is used outside the scope of its declaration "
+                                    "in the nest")
             if not isinstance(item, c_ast.Decl):
                 out.append(item)
                 continue
@@ -162,7 +166,7 @@ class _Reader:
                                     "depend on other loops")
             ctype = " ".join(item.type.type.names)
             self.expansions[item.name] = _Expansion(item.name, f"kf_x_{item.name}", ctype,
-                                                    list(loops))
+                                                    list(loops), self.counter + 1)
             if item.init is not None:
                 if isinstance(item.init, c_ast.InitList):
                     raise NotApplicable(f"'{item.name}' has a brace initializer")
@@ -175,8 +179,10 @@ class _Reader:
             return
         for s in self.statements:
             for name, x in self.expansions.items():
-                if s.loops[:len(x.loops)] != x.loops and _mentions(s.nodes, name):
-                    raise NotApplicable(f"'{name}' is used outside the loops it is declared in")
+                if (s.loops[:len(x.loops)] != x.loops or s.order < x.order) \
+                        and _mentions(s.nodes, name):
+                    raise NotApplicable(f"'{name}' is used outside the scope of its declaration "
+                                        "in the nest")
             s.nodes = [_Substitute(self).visit(n) for n in s.nodes]
 
     def element(self, x: _Expansion) -> c_ast.Node:

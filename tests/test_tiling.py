@@ -251,3 +251,23 @@ def test_pluto_style_equals_the_original_on_odd_sizes(name, tmp_path):
         compare.build(variant, options, text, str(tmp_path))
     for size in (1, 7, 33, 65, 100):
         assert compare.check(tiled, original, 0, subjects[0], size, str(tmp_path)) is None, size
+
+
+@pytest.mark.parametrize("before", ["c[i * n + j] += acc;",
+                                    "for (int q = 0; q < 2; q++) c[i * n + j] += acc;"])
+def test_a_name_used_before_the_declaration_it_would_expand_is_refused(before):
+    """`acc` before the declaration is the parameter: expanding it too would change the result."""
+    code = f"""
+void mm(int m, int n, int k, const float *a, const float *b, float *c, float acc) {{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {{
+            {before}
+            float acc = 0;
+            for (int p = 0; p < k; p++)
+                acc += a[i * k + p] * b[p * n + j];
+            c[i * n + j] = acc;
+        }}
+}}
+"""
+    with pytest.raises(NotApplicable, match="'acc' is used outside the scope of its declaration"):
+        tile_nest(first_for(code))
