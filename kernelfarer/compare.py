@@ -18,8 +18,9 @@ away.
     polycc        real Pluto (polycc --tile --intratileopt), when polycc is on PATH
 
 With `threads` (--threads N > 1), these also run on N threads, beside their single-thread rows:
-tiled+packed (rewrite --threads N, -fopenmp), blas (OPENBLAS_NUM_THREADS=N) and polly-parallel
-(-polly-parallel on OpenMP); their names end in "xN".
+pluto-style (Pluto's --parallel: `omp parallel for` on the outermost loop when it carries no
+dependence), tiled+packed (rewrite --threads N, -fopenmp), blas (OPENBLAS_NUM_THREADS=N) and
+polly-parallel (-polly-parallel on OpenMP); their names end in "xN".
 
 Each variant's result is compared exactly with the original's before anything is timed; timing
 follows kernelfarer/timing.py.  Results: a Markdown table (stdout), CSV and a PNG plot
@@ -48,7 +49,7 @@ from kernelfarer.toolchain import clang_path
 VARIANTS = ("original", "interchange", "pluto-style", "tiled", "tiled+packed", "blas", "polly",
             "polly-gemm", "polycc")
 # Variants that also run on threads (with --threads N), as "<name> xN".
-THREADED = ("tiled+packed", "blas", "polly-parallel")
+THREADED = ("pluto-style", "tiled+packed", "blas", "polly-parallel")
 # Compiler options of the variants compiled by Polly (the nest as written).
 # clang-19's -mllvm -polly turns Polly's GEMM path (pattern matching) on by itself: "polly" turns it
 # off, to show what Polly's own scheduling and tiling do; "polly-gemm" is what -mllvm -polly gives.
@@ -152,14 +153,16 @@ def make_variant(name: str, options: CompareOptions, subjects: list[Subject],
         return variant
     backend: object = {"interchange": PlutoStyleBackend(replace(options.pluto, tile=0,
                                                                 second_level=0)),
-                       "pluto-style": PlutoStyleBackend(options.pluto), "tiled": "tiled",
+                       "pluto-style": PlutoStyleBackend(replace(options.pluto,
+                                                                parallel=threads > 1)),
+                       "tiled": "tiled",
                        "tiled+packed": "kernelfarer", "blas": "blas",
                        "polycc": PolyccScopBackend()}[base]
     result = rewrite_file(options.path, RewriteOptions(target=options.target,
                                                        cppflags=options.cppflags,
                                                        verify=False, backend=backend,
                                                        every_helper=True, threads=threads))
-    if threads > 1 and base == "tiled+packed":
+    if threads > 1 and base in ("tiled+packed", "pluto-style"):
         variant.cflags = ("-fopenmp",)
     variant.text = result.text
     variant.fast_path = base != "polycc"

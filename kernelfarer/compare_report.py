@@ -145,7 +145,7 @@ def plot(rows: Sequence[Row], path: str, title: str = "") -> None:
     groups = _groups(rows)
     variants = _variants(rows)
     fig, axes = plt.subplots(1, len(groups), figsize=(6.4 * len(groups), 4.6), squeeze=False)
-    markers = dict(zip(VARIANTS + THREADED, "osD^vP<>hX*d"))
+    markers = dict(zip(VARIANTS + THREADED, "osD^vP<>hX*dp"))
     for ax, (function, dtype) in zip(axes[0], groups):
         for variant in variants:
             mine = sorted((r for r in rows if (r.variant, r.function, r.dtype) ==

@@ -22,19 +22,25 @@ Statement = Callable[[str, list[str]], str]   # (statement name, argument texts)
 
 class AstPrinter:
     def __init__(self, statement: Statement, *, rename: dict[str, str] | None = None,
-                 index_type: str = "kf_index") -> None:
+                 index_type: str = "kf_index", parallel_outer: bool = False) -> None:
         self.statement = statement
         self.rename = rename or {}
         self.index_type = index_type
+        # Pluto's --parallel: the outermost loops (known to carry no dependence) become
+        # `omp parallel for` loops, every inner loop variable private
+        self.parallel_outer = parallel_outer
         self.iterators: dict[str, None] = {}     # the loop variables printed, in order
+        self._depth = 0                          # loops around the node being printed
 
     def block(self, n: isl.AstNode, indent: str = "") -> str:
         """The AST as a block that declares its loop variables first (C89: no declaration in a
         `for` header, none after a statement)."""
         self.iterators = {}
+        self._depth = 0
         body = self.node(n, indent + "    ")
         if not self.iterators:
             return body
+        body = body.replace(_PRIVATE, ", ".join(self.iterators))
         return (f"{indent}{{\n{indent}    {self.index_type} {', '.join(self.iterators)};\n"
                 f"{body}{indent}}}\n")
 
@@ -77,9 +83,15 @@ class AstPrinter:
             if cond.startswith("(") and cond.endswith(")") and _balanced(cond[1:-1]):
                 cond = cond[1:-1]        # OpenMP's canonical loop form (gcc): `it <= bound`
             inc = self.expr(n.for_get_inc())
+            self._depth += 1
             body = self.node(n.for_get_body(), indent + "    ")
+            self._depth -= 1
             self.iterators[it] = None
-            return (f"{indent}for ({it} = {init}; {cond}; {it} += {inc}) {{\n"
+            pragma = ""
+            if self.parallel_outer and self._depth == 0:
+                pragma = (f"#if defined(_OPENMP)\n{indent}#pragma omp parallel for "
+                          f"schedule(static) private({_PRIVATE})\n#endif\n")
+            return (f"{pragma}{indent}for ({it} = {init}; {cond}; {it} += {inc}) {{\n"
                     f"{body}{indent}}}\n")
         if kind == isl.ast_node_type.if_:
             text = f"{indent}if ({self.expr(n.if_get_cond())}) {{\n"
@@ -105,6 +117,9 @@ class AstPrinter:
             return (f"#if defined(_OPENMP)\n{indent}#pragma omp single\n#endif\n"
                     f"{indent}{{\n{text}{indent}}}\n")
         raise NotImplementedError(f"isl AST node {kind}")
+
+
+_PRIVATE = "\0private\0"      # stands for the loop variables until all are known
 
 
 def _balanced(text: str) -> bool:

@@ -47,6 +47,8 @@ class PlutoOptions:
                                     # band's loops only put in the intra-tile order (interchange)
     second_level: int = 0           # second-level tile size (0: none); a multiple of `tile`
     intratileopt: bool = True       # choose the innermost point loop for vectorization
+    parallel: bool = False          # Pluto's --parallel: OpenMP on the outermost loop when it
+                                    # carries no dependence
 
 
 @dataclass
@@ -90,6 +92,7 @@ class TiledNest:
     band: tuple[str, ...]           # the band's loop variables, outermost first
     point_order: tuple[str, ...]    # the point loops' variables, outermost first
     loop_depth: int                 # loops around the innermost statement
+    parallel: bool = False          # the outermost loops run on OpenMP threads
     # scalars expanded to arrays: (array name, element type, the extents' C texts), allocated
     # on the heap before the loops
     expansions: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
@@ -493,14 +496,15 @@ def tile_nest(node: c_ast.For, options: PlutoOptions = PlutoOptions(),
     types = {_GEN._generate_type(lp.decl.type, emit_declname=False) if lp.decl is not None
              else f"__typeof__({lp.var})" for lp in band_loops}
     index_type = types.pop() if len(types) == 1 else "kf_index"
-    code = AstPrinter(statement, index_type=index_type).block(ast, indent)
+    parallel = options.parallel and tiling.outer_parallel(schedule=schedule, dependences=deps)
+    code = AstPrinter(statement, index_type=index_type, parallel_outer=parallel).block(ast, indent)
     depth = _depth(ast)
     return TiledNest(code=code, params=tuple((k, v) for k, v in params.items()
                                              if k.startswith("kf_lo") or k.startswith("kf_hi")),
                      checks=tuple(f"{lo} < {hi}" for lo, hi in bounds.values()
                                   if not (_literal(lo) and _literal(hi))) or ("1",),
                      band=band_names, point_order=tuple(band_names[d] for d in order),
-                     loop_depth=depth,
+                     loop_depth=depth, parallel=parallel,
                      expansions=tuple((x.array, x.ctype, tuple(f"({loops[i].upper} - "
                                                                f"{loops[i].lower})"
                                                                for i in x.loops))
@@ -565,7 +569,10 @@ class PlutoStyleBackend(Backend):
             ("backend", "pluto-style"), ("kernel", "isl-tiled loops"),
             ("blocking", (f"tile {self.options.tile}" if self.options.tile else "no tiling") + (
                 f", second level {self.options.second_level}" if self.options.second_level else "")
-             + f"; point loops {' '.join(tiled.point_order)}"))
+             + f"; point loops {' '.join(tiled.point_order)}"
+             + ("; outermost loop on OpenMP threads" if tiled.parallel else
+                "; no OpenMP (the outermost loop carries a dependence)" if self.options.parallel
+                else "")))
             + tuple(("expanded", ", ".join(f"'{name[5:]}' over {len(extents)} loop"
                                             f"{'s' if len(extents) > 1 else ''}"
                                             for name, _, extents in tiled.expansions))

@@ -241,11 +241,11 @@ def test_polly_interchange_and_threaded_variants_are_checked_and_timed(tmp_path)
     built, equal to the original at the check sizes, and timed (Polly's GEMM path is left to
     `make fuzz`: it takes clang a minute a function)."""
     options = _quick(SAMPLE, functions=("sgemm",), sizes=(33,), threads=2,
-                     variants=("original", "interchange", "polly", "tiled+packed"))
+                     variants=("original", "interchange", "pluto-style", "polly", "tiled+packed"))
     rows, notes = compare.run(options)
     got = {r.variant: r for r in rows}
-    assert set(got) == {"original", "interchange", "polly", "tiled+packed", "tiled+packed x2",
-                        "polly-parallel x2"}, notes
+    assert set(got) == {"original", "interchange", "pluto-style", "polly", "tiled+packed",
+                        "pluto-style x2", "tiled+packed x2", "polly-parallel x2"}, notes
     for row in rows:
         assert row.gflops_median and not row.note.startswith("WRONG"), (row.variant, row.note)
 
@@ -261,8 +261,10 @@ def test_polly_gemm_variant(tmp_path):
 def test_pluto_style_and_interchange_expand_a_local_accumulator(tmp_path):
     src = tmp_path / "acc.c"
     src.write_text(ACC_NEST)
-    rows, notes = compare.run(_quick(src, sizes=(1, 31), variants=("original", "interchange",
-                                                                     "pluto-style")))
+    rows, notes = compare.run(_quick(src, sizes=(1, 31), threads=2,
+                                     variants=("original", "interchange", "pluto-style")))
+    assert {r.variant for r in rows} == {"original", "interchange", "pluto-style",
+                                         "pluto-style x2"}
     assert all(r.gflops_median for r in rows), [(r.variant, r.note) for r in rows]
     assert any("pluto-style acc_mm(): scalar 'acc' over 2 loops expanded" in n for n in notes)
     assert any(n.startswith("interchange acc_mm(): scalar 'acc'") for n in notes)
@@ -310,3 +312,15 @@ def test_compare_runs_on_a_directory(tmp_path):
     assert len(packed) == 3 and all(ln.rstrip(" |").endswith("(N=20)") for ln in packed)
     assert sorted(p.name for p in out_png.parent.iterdir()) == [
         "cmp-gemm.c_dgemm.png", "cmp-gemm.c_sgemm.png", "cmp-sub_acc.c_acc_mm.png"]
+
+
+def test_threaded_pluto_style_is_plutos_parallel_loop(tmp_path):
+    subjects = compare.load_subjects(str(SAMPLE), functions=("sgemm",))
+    options = _quick(SAMPLE, functions=("sgemm",), threads=2)
+    one = compare.make_variant("pluto-style", options, subjects, str(tmp_path))
+    two = compare.make_variant(compare.threaded_name("pluto-style", 2), options, subjects,
+                               str(tmp_path))
+    assert "omp parallel for" not in one.text and one.cflags == ()
+    # on each outermost loop (isl may split the first loop where the statements change)
+    assert two.text.count("#pragma omp parallel for schedule(static) private(") >= 1
+    assert two.cflags == ("-fopenmp",) and ("OMP_NUM_THREADS", "2") in two.env

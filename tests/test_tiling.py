@@ -271,3 +271,12 @@ void mm(int m, int n, int k, const float *a, const float *b, float *c, float acc
 """
     with pytest.raises(NotApplicable, match="'acc' is used outside the scope of its declaration"):
         tile_nest(first_for(code))
+
+
+def test_outer_parallel_is_false_when_the_first_loop_carries_a_dependence():
+    schedule = isl.UnionMap("[n] -> { S[i, j] -> [i, j] : 0 <= i, j < n }")
+    carried = isl.UnionMap("[n] -> { S[i, j] -> S[i + 1, j] : 0 <= i < n - 1 and 0 <= j < n }")
+    inner = isl.UnionMap("[n] -> { S[i, j] -> S[i, j + 1] : 0 <= i < n and 0 <= j < n - 1 }")
+    assert not tiling.outer_parallel(schedule=schedule, dependences=carried)
+    assert tiling.outer_parallel(schedule=schedule, dependences=inner)
+    assert tiling.outer_parallel(schedule=schedule, dependences=isl.UnionMap("{ }"))

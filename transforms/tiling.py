@@ -76,6 +76,16 @@ def pluto_schedule(*, domain: isl.UnionSet, dependences: isl.UnionMap,
     return schedule.get_map().intersect_domain(domain), members
 
 
+def outer_parallel(*, schedule: isl.UnionMap, dependences: isl.UnionMap) -> bool:
+    """Whether the schedule's first dimension carries no dependence (every dependent pair of
+    instances shares it): the loop Pluto's --parallel runs on threads."""
+    if dependences.is_empty():
+        return True
+    first = _band_part(schedule, 1)
+    steps = dependences.apply_domain(first).apply_range(first).deltas()
+    return steps.subtract(isl.UnionSet("{ [0] }")).is_empty()
+
+
 def _band_part(schedule: isl.UnionMap, band_dims: int) -> isl.UnionMap:
     """The first `band_dims` output dimensions of a schedule."""
     out = None
