@@ -161,9 +161,9 @@ class _Reader:
                     or item.storage or item.bitsize is not None or "volatile" in item.quals:
                 raise NotApplicable(f"'{item.name}' is declared between the loops and is not a "
                                     "scalar Pluto-style can expand")
-            if item.name in self.expansions or item.name in {lp.var for lp in self.loops}:
-                raise NotApplicable(f"'{item.name}' is declared twice in the nest")
             variables = {lp.var for lp in self.loops}
+            if item.name in self.expansions or item.name in variables:
+                raise NotApplicable(f"'{item.name}' is declared twice in the nest")
             if any(_mentions(list(self.loops[i].bounds), v) for i in loops for v in variables):
                 raise NotApplicable(f"'{item.name}' would be expanded over loops whose bounds "
                                     "depend on other loops")
@@ -180,6 +180,9 @@ class _Reader:
         """Every use of an expanded scalar becomes its element of the expansion (new nodes)."""
         if not self.expansions:
             return
+        for name in self.expansions:
+            if _mentions([b for lp in self.loops for b in lp.bounds], name):
+                raise NotApplicable(f"'{name}' is a loop bound in the nest: it cannot be expanded")
         for s in self.statements:
             for name, x in self.expansions.items():
                 if (s.loops[:len(x.loops)] != x.loops or s.order < x.order) \

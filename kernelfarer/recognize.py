@@ -219,7 +219,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         init=init, guards=tuple(guards), location=location, loop_order=order, shape=shape,
         finals=tuple(finals.values()), epilogue=epi, setup=tuple(setup), around=around,
         load_c=canon.load_c_when or "", canonical=tuple(canon.steps), side=side,
-        description=_describe(c_access, first, second, init, _scalar_c(alpha, dtype)) + (
+        description=_describe(c_access, a_acc, b_acc, init, _scalar_c(alpha, dtype)) + (
             " then an element-wise epilogue" if epi is not None else "") + (
             " (nested in other code, run apart)" if around is not None else ""),
     )

@@ -243,3 +243,27 @@ def test_negative_sample_is_left_alone(tmp_path, path) -> None:
     assert out.read_bytes() == path.read_bytes(), "a file with nothing replaced must be unchanged"
     remarks = [ln for ln in done.stderr.splitlines() if ": remark: not replaced: " in ln]
     assert len(remarks) == len(nests)
+
+
+@pytest.mark.parametrize("product, described", [
+    ("a[i * k + p] * b[p * n + j]", "c += a * b"),
+    ("b[p * n + j] * a[i * k + p]", "c += a * b"),          # factors written the other way
+    ("bt[j * k + p] * at[p * m + i]", "c += at * bt"),       # both transposed
+])
+def test_the_remark_names_the_operands_in_the_products_order(tmp_path, product, described):
+    """C = A * B names the matrix whose rows run with C's rows first, whatever order the
+    factors are written in (a remark saying `dinp += weight * dout` would be another product)."""
+    src = tmp_path / "mm.c"
+    src.write_text(f"""
+void mm(int m, int n, int k, const float *a, const float *b, const float *at, const float *bt,
+        float *c)
+{{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            for (int p = 0; p < k; p++)
+                c[i * n + j] += {product};
+}}
+""")
+    done = run_cli("rewrite", src, "-o", tmp_path / "out.c", "--remarks")
+    assert done.returncode == 0, done.stderr
+    assert f"replaced float GEMM {described} (" in done.stderr, done.stderr
