@@ -167,6 +167,8 @@ def load_subjects(path: str, cppflags: tuple[str, ...] = (), functions: tuple[st
     by_function: dict[str, list] = {}
     reasons: dict[str, str] = {}
     for cand in find_candidates(tu):
+        if cand.function is None:         # a function the parser cannot read: no nest to drive
+            continue
         fname = cand.function.decl.name
         if cand.spec is None:
             reasons.setdefault(fname, f"{cand.location}: {cand.reason}")

@@ -296,6 +296,10 @@ def test_compare_runs_on_a_directory(tmp_path):
     (tmp_path / "sub" / "acc.c").write_text(ACC_NEST)
     (tmp_path / "gemm.c").write_text(SAMPLE.read_text())
     (tmp_path / "none.c").write_text("int f(int x) { return x + 1; }\n")
+    # a function the parser cannot read (a local label) beside a GEMM compare drives
+    (tmp_path / "label.c").write_text(
+        "int g(int n) { __label__ out; if (n) goto out; return 0; out: return 1; }\n"
+        + SAMPLE.read_text().split("void dgemm")[0])
     out_png = tmp_path / "out" / "cmp.png"
     out_png.parent.mkdir()
     done = run_cli("compare", tmp_path, "--sizes", "9,20", "--rounds", "1", "--min-time", "0.001",
@@ -307,11 +311,12 @@ def test_compare_runs_on_a_directory(tmp_path):
     lines = [ln for ln in summary.splitlines() if ln.startswith("| ")]
     assert lines[0] == ("| function | dtype | variant | N=9 | N=20 | x original | x pluto-style |")
     functions = {ln.split(" | ")[0][2:] for ln in lines[1:]}
-    assert functions == {"gemm.c:sgemm", "gemm.c:dgemm", "sub/acc.c:acc_mm"}
+    assert functions == {"gemm.c:sgemm", "gemm.c:dgemm", "label.c:sgemm", "sub/acc.c:acc_mm"}
     packed = [ln for ln in lines if "| tiled+packed |" in ln]
-    assert len(packed) == 3 and all(ln.rstrip(" |").endswith("(N=20)") for ln in packed)
+    assert len(packed) == 4 and all(ln.rstrip(" |").endswith("(N=20)") for ln in packed)
     assert sorted(p.name for p in out_png.parent.iterdir()) == [
-        "cmp-gemm.c_dgemm.png", "cmp-gemm.c_sgemm.png", "cmp-sub_acc.c_acc_mm.png"]
+        "cmp-gemm.c_dgemm.png", "cmp-gemm.c_sgemm.png", "cmp-label.c_sgemm.png",
+        "cmp-sub_acc.c_acc_mm.png"]
 
 
 def test_threaded_pluto_style_is_plutos_parallel_loop(tmp_path):
