@@ -62,6 +62,9 @@ POLLY = {
 # The variants run with at least this much stack: Polly's GEMM path keeps its packed panels on the
 # stack, and its binaries crash at the usual 8 MiB limit (every variant gets the same limit).
 STACK_BYTES = 256 << 20
+# A check that could not compare anything (nothing wrong was seen) says so with this prefix.
+NOT_RUN = "not run: "
+EMPTY = f"{NOT_RUN}the GEMM is empty"      # the original's, at that size: nothing to time
 CHECK_SIZE = 67                   # an odd size every variant is also checked at (block edges)
 _ARRAY_TYPECODES = {"float": "f", "double": "d", "int": "i", "long": "l"}
 
@@ -260,9 +263,13 @@ def check(variant: Variant, reference: Variant, index: int, subject: Subject, si
                               text=True, env={**_env(), **dict(v.env)}, timeout=3600)
         if done.returncode != 0:
             return f"{v.name} exited with status {done.returncode}: {done.stderr.strip()[:200]}"
-        fast = int(done.stdout.split()[0])
+        fast, *shape = (int(word) for word in done.stdout.split()[:4])
+        if v is reference and 0 in shape:
+            return (f"{EMPTY} when every integer parameter is {size} "
+                    f"(M N K = {' '.join(map(str, shape))})")
         if v is variant and v.fast_path and fast <= 0:
-            return "its fast path did not run (a run-time check failed; the original nest ran)"
+            return (f"{NOT_RUN}its fast path did not run (a run-time check failed; the original "
+                    "nest ran)")
         code = _ARRAY_TYPECODES.get(subject.spec.dtype.ctype, "f")
         values = array.array(code)
         with open(out, "rb") as f:
@@ -385,7 +392,10 @@ def _run_in(options, subjects, wanted, time_original, workdir, notes):
                 progress.show(f"checking {variant.name} {subject.function} N={size}")
                 problem = check(variant, reference, index, subject, size, workdir, results)
                 if problem:               # the table's notes say it (from the row)
-                    variant.skipped[subject.function] = f"WRONG: {problem}; not timed"
+                    wrong = "" if problem.startswith(NOT_RUN) else "WRONG: "
+                    variant.skipped[subject.function] = f"{wrong}{problem}; not timed"
+                    if problem.startswith(EMPTY):
+                        reference.skipped[subject.function] = f"{problem}; not timed"
                     break
     big = [s for s in sizes if s > options.original_limit]
     if big and time_original:

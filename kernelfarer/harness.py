@@ -110,6 +110,11 @@ def make_subject(func: c_ast.FuncDef, spec: GemmSpec, ast: c_ast.FileAST) -> Sub
         if decl.name in operands:
             if not isinstance(t, (ctype.Pointer, ctype.Array)):
                 raise KernelfarerError(f"{name}(): '{decl.name}' is not an array or pointer", where)
+            element = t.to if isinstance(t, ctype.Pointer) else t.of
+            if isinstance(element, ctype.Pointer):
+                raise KernelfarerError(
+                    f"{name}(): '{decl.name}' is a table of row pointers; compare allocates "
+                    "arrays of elements", where)
             locals_.append(f"void *{decl.name} = (void *)kf_cmp_probe")
             found[decl.name] = operands[decl.name]
             roles.append(f"{decl.name}: {operands[decl.name][0]}")

@@ -329,3 +329,17 @@ def test_threaded_pluto_style_is_plutos_parallel_loop(tmp_path):
     # on each outermost loop (isl may split the first loop where the statements change)
     assert two.text.count("#pragma omp parallel for schedule(static) private(") >= 1
     assert two.cflags == ("-fopenmp",) and ("OMP_NUM_THREADS", "2") in two.env
+
+
+def test_an_empty_gemm_or_a_row_table_is_said_not_wrong(tmp_path):
+    """Every integer parameter gets N: a block i0..i1 is then empty (nothing to time, nothing
+    wrong); a table of row pointers is not an array compare can allocate."""
+    src = tmp_path / "block.c"
+    src.write_text((SAMPLES / "positive" / "submatrix.c").read_text())
+    rows, notes = compare.run(_quick(src, functions=("sgemm_block",), sizes=(16,),
+                                     variants=("original", "pluto-style")))
+    assert {r.variant: r.note for r in rows} == {
+        v: "not run: the GEMM is empty when every integer parameter is 16 (M N K = 0 0 0); "
+           "not timed" for v in ("original", "pluto-style")}
+    with pytest.raises(KernelfarerError, match="'C' is a table of row pointers"):
+        compare.load_subjects(str(SAMPLES / "positive" / "row_pointers.c"), functions=("gemm_rows",))
