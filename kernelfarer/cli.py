@@ -260,8 +260,6 @@ def _tune(args: argparse.Namespace) -> int:
             candidates.append(Blocking(*values))
     if args.rounds < 1:
         raise KernelfarerError("--rounds: at least 1")
-    if args.threads < 1:
-        raise KernelfarerError("--threads: at least 1")
     options = tune.TuneOptions(
         target=args.target, dtypes=tuple(d.strip() for d in args.dtypes.split(",") if d.strip()),
         sizes=_int_list("--sizes", args.sizes), rounds=args.rounds, budget=args.budget,
