@@ -213,7 +213,7 @@ def harness(options: CompareOptions, subjects: list[Subject]) -> tuple[str, str]
 
 def build(variant: Variant, options: CompareOptions, harness_texts: tuple[str, str],
           workdir: str) -> None:
-    tag = variant.name.replace("+", "_").replace("-", "_").replace(" ", "_")
+    tag = _file_tag(variant.name)
     source = os.path.join(workdir, f"{tag}.c")
     variant.exe = os.path.join(workdir, tag)
     has_prelude = SUPPORT_MARK in variant.text
@@ -229,6 +229,11 @@ def build(variant: Variant, options: CompareOptions, harness_texts: tuple[str, s
         raise KernelfarerError(f"building the {variant.name} variant failed: {first} "
                                f"(source kept in {source})" if options.workdir else
                                f"building the {variant.name} variant failed: {first}")
+
+
+def _file_tag(name: str) -> str:
+    """A variant's name as part of a file name ("tiled+packed x2" -> "tiled_packed_x2")."""
+    return name.replace("+", "_").replace("-", "_").replace(" ", "_")
 
 
 def raise_stack_limit(wanted: int = STACK_BYTES) -> None:
@@ -257,8 +262,7 @@ def check(variant: Variant, reference: Variant, index: int, subject: Subject, si
         if v is reference and cache is not None and (v.exe, index, size) in cache:
             outputs.append(cache[(v.exe, index, size)])
             continue
-        tag = v.name.replace("+", "_").replace(" ", "_")
-        out = os.path.join(workdir, f"check_{tag}_{index}_{size}.bin")
+        out = os.path.join(workdir, f"check_{_file_tag(v.name)}_{index}_{size}.bin")
         done = subprocess.run([v.exe, str(index), str(size), "0", "0", out], capture_output=True,
                               text=True, env={**_env(), **dict(v.env)}, timeout=3600)
         if done.returncode != 0:
