@@ -190,14 +190,14 @@ def _rewrite_one(path: str, cppflags: tuple[str, ...], target: str, quick: bool,
     from kernelfarer.diagnostics import KernelfarerError
     from kernelfarer import cpp, prefilter
     try:
-        text = cpp.preprocess(path, cppflags)
+        text, macros = cpp.preprocess_with_macros(path, cppflags)
         if quick and not prefilter.may_hold_product_nest(text):
             return Outcome(path, notes=["no loop nest three deep with a product: not parsed"])
         from kernelfarer.frontend import SourceText   # the parser and the rest: only now
         from kernelfarer.rewrite import RewriteOptions, rewrite_file
         result = rewrite_file(path, RewriteOptions(target=target, cppflags=cppflags, verify=False,
                                                    split=split, hollow=quick, threads=threads),
-                              preprocessed=text)
+                              preprocessed=text, macros=macros)
     except KernelfarerError as exc:
         return Outcome(path, error=exc.message,
                        where=str(exc.location) if exc.location is not None else None)
@@ -314,14 +314,36 @@ def _may_include_quoted(text: str) -> bool:
 
 
 def _compiler_family(compiler: str) -> str:
+    """clang, gcc or other, from the compiler's banner; remembered in the profile directory under
+    the compiler's identity (path, size, mtime), so that a build asks each compiler once."""
     import subprocess
+    from kernelfarer import split
+    identity = split.compiler_identity([compiler])
+    memo = os.path.join(os.path.dirname(split.cache_dir()), "compilers",
+                        split.digest("\0".join(identity)))
+    try:
+        with open(memo, encoding="utf-8") as f:
+            known = f.read().strip()
+        if known in ("clang", "gcc", "other"):
+            return known
+    except OSError:
+        pass
     try:
         done = subprocess.run([compiler, "--version"], capture_output=True, text=True,
                               timeout=20, env=_child_env(), stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
         return "other"
     banner = done.stdout.lower()
-    return "clang" if "clang" in banner else "gcc" if "free software foundation" in banner else "other"
+    family = "clang" if "clang" in banner else "gcc" if "free software foundation" in banner else "other"
+    if done.returncode == 0 and len(identity) > 1:     # only a compiler that ran, and is a file
+        try:
+            os.makedirs(os.path.dirname(memo), exist_ok=True)
+            with open(f"{memo}.{os.getpid()}.tmp", "w", encoding="utf-8") as f:
+                f.write(family + "\n")
+            os.replace(f"{memo}.{os.getpid()}.tmp", memo)
+        except OSError:
+            pass
+    return family
 
 
 def _temp_dir(key: str) -> str:

@@ -46,7 +46,29 @@ _STUBS = os.path.join(os.path.dirname(__file__), "include", "kf_parse_stubs.h")
 
 def preprocess(path: str, cppflags: tuple[str, ...] = ()) -> str:
     """Run clang -E on the user's file with the user's flags; errors come back in clang's words."""
-    cmd = [clang_path(), "-E", *_EXTENSION_DEFINES, "-include", _STUBS, *cppflags, path]
+    return _run(path, cppflags, ())
+
+
+def preprocess_with_macros(path: str, cppflags: tuple[str, ...] = ()) -> tuple[str, frozenset[str]]:
+    """`preprocess` and (nearly) `defined_macros` from one run of the preprocessor (-dD): the text,
+    its #define/#undef lines left blank (the same code on the same lines as `preprocess` gives,
+    with other line markers); and every name those lines define or undefine (a superset of the
+    macros defined at the end, which is what hygiene needs: names to stay away from)."""
+    text = _run(path, cppflags, ("-dD",))
+    names = set()
+
+    def blank(match: re.Match) -> str:
+        names.add(match[1])
+        return ""
+
+    return _DIRECTIVE.sub(blank, text), frozenset(names)
+
+
+_DIRECTIVE = re.compile(r"^#(?:define|undef) ([A-Za-z_$][\w$]*)[^\n]*", re.M)
+
+
+def _run(path: str, cppflags: tuple[str, ...], extra: tuple[str, ...]) -> str:
+    cmd = [clang_path(), "-E", *extra, *_EXTENSION_DEFINES, "-include", _STUBS, *cppflags, path]
     try:
         done = subprocess.run(cmd, capture_output=True, timeout=_CPP_TIMEOUT)
     except subprocess.TimeoutExpired:

@@ -63,13 +63,15 @@ class _Edit:
 
 
 def rewrite_file(path: str, options: RewriteOptions = RewriteOptions(), *,
-                 preprocessed: str | None = None) -> RewriteResult:
+                 preprocessed: str | None = None,
+                 macros: frozenset[str] | None = None) -> RewriteResult:
     """The file with its GEMM nests replaced (see `_rewrite_file`; `preprocessed`: the file's
-    text after cpp.preprocess with options.cppflags, when the caller has it).  Real code holds
+    text after cpp.preprocess with options.cppflags, when the caller has it, and `macros` the
+    names its macros use, cpp.preprocess_with_macros).  Real code holds
     expressions
     of thousands of terms, which the parser and the analysis walk recursively: the work runs in
     a thread with a large stack and a recursion limit to match."""
-    return _with_deep_recursion(_rewrite_file, path, options, preprocessed)
+    return _with_deep_recursion(_rewrite_file, path, options, preprocessed, macros)
 
 
 _STACK_BYTES = 512 * 1024 * 1024
@@ -103,13 +105,15 @@ def _with_deep_recursion(fn, *args):
     return result[0]
 
 
-def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None) -> RewriteResult:
+def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
+                  macros: frozenset[str] | None) -> RewriteResult:
     from kernelfarer import backends   # templates load only when something is rewritten
     backend = backends.get_backend(options.backend)
     target = targets.get_target(options.target)
     tu = frontend.load(path, options.cppflags, preprocessed=preprocessed, hollow=options.hollow)
     source = tu.source
-    macros = frontend.defined_macros(path, options.cppflags)
+    if macros is None:
+        macros = frontend.defined_macros(path, options.cppflags)
     names = hygiene.Names(tu.identifiers | macros)
     notes = []
     if options.target == "auto" and target.name == targets.GENERIC:

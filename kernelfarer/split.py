@@ -67,7 +67,9 @@ def object_path(cmd: ccargs.Command) -> str:
     return stem + ".o"
 
 
-def _compiler_identity(compiler: list[str]) -> list[str]:
+def compiler_identity(compiler: list[str]) -> list[str]:
+    """The compiler's real path, size and mtime (a different file or an upgrade: a new identity),
+    and the rest of its command."""
     path = os.path.realpath(compiler[0])
     try:
         info = os.stat(path)
@@ -78,8 +80,11 @@ def _compiler_identity(compiler: list[str]) -> list[str]:
 
 def tag(unit: str, compiler: list[str], options: list[str]) -> str:
     """The hash that names a support unit's entry drivers and its cached object."""
-    key = "\0".join([unit, *_compiler_identity(compiler), "\1", *options])
-    return "kf" + hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:20]
+    return "kf" + digest("\0".join([unit, *compiler_identity(compiler), "\1", *options]))
+
+
+def digest(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:20]
 
 
 def cache_dir() -> str:

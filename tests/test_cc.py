@@ -688,3 +688,42 @@ def test_threads_asked_for_in_the_environment(mm, tmp_path):
     assert done.returncode == 0
     assert done.stderr.count("KERNELFARER_THREADS=many") == 1, done.stderr
     assert "_t3_driver" not in run(["nm", "mm1.o"], mm, quiet_stdout=False).stdout
+
+
+def test_one_preprocessor_run_gives_the_text_and_the_macro_names(tmp_path):
+    """kernelfarer-cc preprocesses a candidate once (-dD): the same code on the same lines as the
+    plain preprocess, and every macro name that the end-of-file list (-dM) has, and the undefined
+    ones too (hygiene stays away from both)."""
+    from kernelfarer import cpp
+    (tmp_path / "m.h").write_text("#define from_header(x) ((x) + 1)\n")
+    src = tmp_path / "m.c"
+    src.write_text('#include <stddef.h>\n#include "m.h"\n#define n 64\n#define gone 1\n'
+                   "#undef gone\nint f(int k)\n{\n    return from_header(k) + n;\n}\n"
+                   "#define late_macro 3\nint g(void) { return late_macro; }\n")
+    text, names = cpp.preprocess_with_macros(str(src))
+    plain = cpp.preprocess(str(src))
+    assert "#define" not in text and "#undef" not in text
+    code = lambda t: [ln for ln in t.splitlines() if ln.strip() and not ln.startswith("# ")]
+    assert code(text) == code(plain)
+    assert "int g(void) { return 3; }" in text
+    assert cpp.defined_macros(str(src)) <= names
+    assert {"n", "gone", "from_header", "late_macro", "offsetof"} <= names
+
+
+def test_compiler_family_is_asked_once_per_compiler(tmp_path, monkeypatch):
+    """The wrapper remembers each compiler's family (clang/gcc) by its identity: a second compile
+    does not run `--version` again; a changed compiler (another size or mtime) is asked anew."""
+    from kernelfarer import cc
+    monkeypatch.setenv("KERNELFARER_PROFILE_DIR", str(tmp_path / "profile"))
+    log = tmp_path / "asked"
+    fake = tmp_path / "fakecc"
+    fake.write_text(f'#!/bin/sh\necho asked >> "{log}"\necho "Debian clang version 19.1.7"\n')
+    fake.chmod(0o755)
+    assert cc._compiler_family(str(fake)) == "clang"
+    assert cc._compiler_family(str(fake)) == "clang"
+    assert log.read_text().count("asked") == 1
+    fake.write_text(f'#!/bin/sh\necho asked >> "{log}"\necho "gcc (Debian 12.2.0-14) 12.2.0"\n'
+                    'echo "This is free software; see the source for copying conditions.  '
+                    'There is NO"\necho "Free Software Foundation"\n')
+    assert cc._compiler_family(str(fake)) == "gcc"
+    assert log.read_text().count("asked") == 2
