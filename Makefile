@@ -58,6 +58,7 @@ bench: deps bench-deps
 	$(PY) bench/mca_kernels.py
 	$(PY) bench/compile_time.py
 	OPENBLAS_NUM_THREADS=1 $(PY) bench/thin_shapes.py
+	OPENBLAS_NUM_THREADS=1 $(PY) bench/epilogue.py
 	$(PY) bench/threads.py
 	$(PY) bench/cc_overhead.py
 

@@ -39,6 +39,7 @@ class Site:
     original: str                       # the nest's text, as written
     indent: str                         # indentation of the nest's first line
     node: c_ast.For                     # the nest's AST (of the preprocessed file)
+    hook: str | None = None             # the name of the nest's fused epilogue (emit.render_hook)
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,8 @@ class KernelfarerBackend(Backend):
     name = "kernelfarer"
 
     def call(self, site: Site) -> Call:
-        return Call(emit.render_call(site.spec, site.plan, site.original, site.indent), site.plan)
+        return Call(emit.render_call(site.spec, site.plan, site.original, site.indent, site.hook),
+                    site.plan)
 
 
 # -- CBLAS -------------------------------------------------------------------------------------------
@@ -188,7 +190,7 @@ class TiledBackend(Backend):
 
     def call(self, site: Site) -> Call:
         plan = tiled_plan(site.plan)
-        return Call(emit.render_call(site.spec, plan, site.original, site.indent), plan,
+        return Call(emit.render_call(site.spec, plan, site.original, site.indent, site.hook), plan,
                     details=(("backend", "tiled (no packing)"), ("kernel", plan.kernel_name)))
 
     def support(self, plans: list, uses: str | None = None) -> str:

@@ -227,11 +227,22 @@ def render_driver(plan: KernelPlan, linkage: str = "static") -> str:
         linkage=linkage)
 
 
-def render_call(spec: GemmSpec, plan: KernelPlan, original: str, indent: str) -> str:
+def render_call(spec: GemmSpec, plan: KernelPlan, original: str, indent: str,
+                hook: str | None = None) -> str:
+    """The call site of one nest; `hook`: the name of its fused epilogue (render_hook), which the
+    driver then applies instead of a pass over C after it."""
     load_c = spec.load_c or (0 if spec.init is CInit.OVERWRITE else 1)
     text = environment().get_template("callsite.c.j2").render(
-        spec=spec, plan=plan, original=original, indent=indent, load_c=load_c)
+        spec=spec, plan=plan, original=original, indent=indent, load_c=load_c,
+        hook=hook if spec.fusion is not None else None)
     return text.rstrip("\n")
+
+
+def render_hook(spec: GemmSpec, name: str) -> str:
+    """The fused epilogue of a nest (spec.fusion) as a file-scope function `name`, placed before
+    the function that holds the nest."""
+    return environment().get_template("hook.c.j2").render(spec=spec, fusion=spec.fusion,
+                                                          name=name)
 
 
 def render_dispatch(plan: DispatchPlan, linkage: str = "static") -> str:

@@ -11,13 +11,16 @@ the accumulator set to the kernel's result plus the seed:
     for i for j { float acc = C[i][j] + (bias ? bias[j] : 0); C[i][j] = relu(acc); }
 
 That equals the original up to the reassociation of the sum (the seed is added last), which is the
-floating-point policy of every rewrite.  It is legal when the seed and the epilogue are pure, the
+floating-point policy of every rewrite.  Where it can (`fusion_form`), the same per-element code
+becomes a hook the driver calls on each register tile of C as soon as the tile is final, instead
+of a pass over C after the GEMM.  It is legal when the seed and the epilogue are pure, the
 epilogue stores only this C element, never reads C's old value, and reads no memory the GEMM writes
 (arrays it reads are checked against C at run time).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from pycparser import c_ast, c_generator
@@ -252,3 +255,202 @@ def _is_zero(node: c_ast.Node) -> bool:
 def _header(node: c_ast.For) -> str:
     init = _GEN.visit(node.init)
     return f"for ({init}; {_GEN.visit(node.cond)}; {_GEN.visit(node.next)})"
+
+
+# -- fusion: the epilogue as a function the driver applies to each tile of C once it is final ---
+
+@dataclass(frozen=True)
+class Fusion:
+    """An epilogue as the body of a file-scope hook (emit.render_hook): the driver calls it on
+    every register tile of C right after the tile's last k block is stored, while the tile is
+    still in L1, instead of a pass over all of C afterwards.  The hook sees the user's variables
+    through an array of their addresses, filled at the call site (`captures`: the declaration in
+    the hook, reading slot `$ctx[q]`, and the address the call site stores in that slot)."""
+
+    captures: tuple[tuple[str, str], ...]
+    iterators: tuple[str, ...]      # declarations: the row and column variables (from $r, $c)
+                                    # and the hook's copies of the variables the epilogue sets
+    body: tuple[str, ...]           # the epilogue's statements (Epilogue.body)
+
+
+def fusion_form(nest: LoopNest, epi: Epilogue, scope, facts, nest_ids: set[int],
+                rows: tuple[str, str], cols: tuple[str, str], var_types: dict[str, str]) -> Fusion:
+    """The epilogue of `nest` as a hook, or NotGemm saying why it runs as a separate pass.
+    `rows`/`cols`: the user's variables of C's rows and columns with the C text of their first
+    value.  The element order changes (tile by tile), which only matters for what an element's
+    epilogue leaves behind outside C: so what it sets must be dead after the nest (the hook has
+    its own copy), and what it reads must not be set by the nest (the hook reads the values the
+    variables have when the nest starts)."""
+    statements = (*nest.pre, *nest.post)
+    own = {s.name for s in statements if isinstance(s, c_ast.Decl)}
+    written = {s.lvalue.name for s in statements
+               if isinstance(s, c_ast.Assignment) and isinstance(s.lvalue, c_ast.ID)} - own
+    scratch = []                     # the hook's own copies of what the epilogue sets
+    for name in sorted(written):
+        decl = scope.lookup(name)
+        storage = (decl.storage or []) if decl is not None else []
+        if decl is None or scope.is_global(decl) or "static" in storage or "extern" in storage \
+                or name in facts.address_taken or _is_volatile(decl.type):
+            raise NotGemm(f"the epilogue sets '{name}', which is visible outside the function")
+        if any(node_id not in nest_ids and not harmless
+               for node_id, harmless in facts.references.get(name, [])):
+            raise NotGemm(f"the epilogue sets '{name}', which is used after the nest")
+        if isinstance(decl.type, c_ast.ArrayDecl) or _dimension_names(decl.type):
+            raise NotGemm(f"the epilogue sets '{name}', an array")
+        scratch.append(_GEN.visit(c_ast.Decl(name, [], [], [], [], _renamed(decl.type, name),
+                                             None, None)) + ";")
+    outer = nest.loops[0].node
+    inside = (written_scalars(outer) | _declared_within(outer)) - own - written
+    wanted: list[str] = []
+    free = set()
+    for stmt in statements:
+        free |= _free_names(stmt)
+    for bound in (rows[1], cols[1]):
+        free |= set(_C_WORD.findall(bound))
+    free -= own | written | {rows[0], cols[0]}
+    for name in sorted(free):
+        if name in inside:
+            raise NotGemm(f"the epilogue reads '{name}', which the nest declares or sets")
+        decl = scope.lookup(name)
+        if decl is None or scope.is_global(decl) or isinstance(decl.type, c_ast.FuncDecl):
+            if decl is not None and not scope.is_global(decl):
+                raise NotGemm(f"'{name}' is a function declared inside the function")
+            continue                       # file scope (or a name the preprocessor made)
+        wanted.append(name)
+    if (wanted or scratch) and facts.local_types:
+        raise NotGemm("the function defines types of its own, which the hook cannot name")
+    # Dimensions of variably modified types are captured too, before what they size.
+    order: list[str] = []
+
+    def need(name: str) -> None:
+        if name in order:
+            return
+        decl = scope.lookup(name)
+        if decl is None or scope.is_global(decl):
+            return
+        for dim in _dimension_names(_adjusted(decl.type) if scope.is_param(decl) else decl.type):
+            need(dim)
+        order.append(name)
+
+    for name in wanted:
+        need(name)
+    captures = []
+    for q, name in enumerate(order):
+        decl = scope.lookup(name)
+        storage = decl.storage or []
+        if "register" in storage or "extern" in storage:
+            raise NotGemm(f"'{name}' is declared {' '.join(storage)}")
+        if _is_volatile(decl.type):
+            raise NotGemm(f"'{name}' is volatile")
+        value_type = _adjusted(decl.type) if scope.is_param(decl) else decl.type
+        if isinstance(value_type, c_ast.ArrayDecl):
+            raise NotGemm(f"'{name}' is a local array")
+        if _defines_type(value_type):
+            raise NotGemm(f"the type of '{name}' is defined where it is declared (a copy of it "
+                          "would be another type)")
+        pointee = _with_const(_renamed(value_type, None))
+        hook_decl = c_ast.Decl(name, [], [], [], [], _renamed(value_type, name),
+                               c_ast.UnaryOp("*", c_ast.Cast(c_ast.Typename(None, [], None,
+                                             c_ast.PtrDecl([], pointee)), c_ast.ID(f"$ctx[{q}]"))),
+                               None)
+        captures.append((_GEN.visit(hook_decl) + ";", f"(const void *)&{name}"))
+    iterators = tuple(f"{var_types[var]} {var} = ({var_types[var]})({first} + ${tag});"
+                      for (var, first), tag in ((rows, "r"), (cols, "c")))
+    return Fusion(captures=tuple(captures), iterators=(*iterators, *scratch), body=epi.body)
+
+
+_C_WORD = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def written_scalars(node: c_ast.Node) -> set[str]:
+    """Names a statement assigns or steps, anywhere inside it."""
+    out = set()
+    if isinstance(node, c_ast.Assignment) and isinstance(node.lvalue, c_ast.ID):
+        out.add(node.lvalue.name)
+    elif isinstance(node, c_ast.UnaryOp) and node.op in ("++", "--", "p++", "p--") \
+            and isinstance(node.expr, c_ast.ID):
+        out.add(node.expr.name)
+    for _, child in node.children():
+        out |= written_scalars(child)
+    return out
+
+
+def _declared_within(node: c_ast.Node) -> set[str]:
+    out = {node.name} if isinstance(node, c_ast.Decl) and node.name else set()
+    for _, child in node.children():
+        out |= _declared_within(child)
+    return out
+
+
+def _free_names(node: c_ast.Node) -> set[str]:
+    """Identifiers an expression or statement reads or writes (not struct fields, not the names
+    it declares, not types)."""
+    if isinstance(node, c_ast.ID):
+        return {node.name}
+    if isinstance(node, c_ast.StructRef):
+        return _free_names(node.name)
+    if isinstance(node, c_ast.Decl):
+        return _free_names(node.init) | _dimension_names(node.type) if node.init is not None \
+            else _dimension_names(node.type)
+    if isinstance(node, (c_ast.Typename,)):
+        return _dimension_names(node.type)
+    out = set()
+    for _, child in node.children():
+        out |= _free_names(child)
+    return out
+
+
+def _dimension_names(t: c_ast.Node) -> set[str]:
+    """Names in the array dimensions of a type (variably modified types)."""
+    out = set()
+    while not isinstance(t, (c_ast.TypeDecl, c_ast.IdentifierType)) and t is not None:
+        if isinstance(t, c_ast.ArrayDecl) and t.dim is not None:
+            out |= _free_names(t.dim)
+        if isinstance(t, c_ast.FuncDecl):
+            break
+        t = getattr(t, "type", None)
+    return out
+
+
+def _defines_type(t: c_ast.Node) -> bool:
+    """Whether a declarator chain spells out a struct, union or enum body (an anonymous one, say)."""
+    while t is not None and not isinstance(t, c_ast.IdentifierType):
+        if isinstance(t, (c_ast.Struct, c_ast.Union)) and t.decls is not None \
+                or isinstance(t, c_ast.Enum) and t.values is not None:
+            return True
+        t = getattr(t, "type", None)
+    return False
+
+
+def _is_volatile(t: c_ast.Node) -> bool:
+    while t is not None:
+        if "volatile" in (getattr(t, "quals", None) or []):
+            return True
+        t = getattr(t, "type", None) if not isinstance(t, c_ast.IdentifierType) else None
+    return False
+
+
+def _adjusted(t: c_ast.Node) -> c_ast.Node:
+    """A parameter's type as the function sees it: an array parameter is a pointer."""
+    if isinstance(t, c_ast.ArrayDecl):
+        return c_ast.PtrDecl(list(t.dim_quals or []), t.type)
+    return t
+
+
+def _renamed(t: c_ast.Node, name: str | None) -> c_ast.Node:
+    """A copy of the declarator chain of `t` whose innermost TypeDecl declares `name`."""
+    import copy
+    t = copy.deepcopy(t)
+    inner = t
+    while not isinstance(inner, c_ast.TypeDecl):
+        inner = inner.type
+    inner.declname = name
+    return t
+
+
+def _with_const(t: c_ast.Node) -> c_ast.Node:
+    """`t` with const on its outermost level (what a pointer to const T points to)."""
+    quals = t.quals if isinstance(t, (c_ast.PtrDecl, c_ast.TypeDecl)) else None
+    if quals is not None and "const" not in quals:
+        t.quals = [*quals, "const"]
+    return t

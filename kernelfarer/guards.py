@@ -23,6 +23,7 @@ class FunctionFacts:
     assigned: frozenset[str]             # identifiers assigned or incremented
     address_taken: frozenset[str]        # identifiers whose address is taken (&x)
     references: dict                     # identifier -> list of (ID node id, harmless?)
+    local_types: bool = False            # the body defines a type (typedef, struct, union, enum)
 
 
 

@@ -31,6 +31,7 @@ from pycparser import c_ast, c_generator
 from kernelfarer import emit
 from kernelfarer.affine import NotAffine, Poly
 from kernelfarer.backends import Backend, Call, Site
+from kernelfarer.epilogue import written_scalars
 from kernelfarer.islc import AstPrinter
 from kernelfarer.transforms import tiling
 
@@ -392,18 +393,6 @@ class _Accesses:
             self.visit(child, locals_=locals_)
 
 
-def _written_scalars(node: c_ast.Node) -> set[str]:
-    out = set()
-    if isinstance(node, c_ast.Assignment) and isinstance(node.lvalue, c_ast.ID):
-        out.add(node.lvalue.name)
-    if isinstance(node, c_ast.UnaryOp) and node.op in ("++", "--", "p++", "p--") \
-            and isinstance(node.expr, c_ast.ID):
-        out.add(node.expr.name)
-    for _, child in node.children():
-        out |= _written_scalars(child)
-    return out
-
-
 def tile_nest(node: c_ast.For, options: PlutoOptions = PlutoOptions(),
               indent: str = "") -> TiledNest:
     """Pluto-style tiling of the nest rooted at `node`, or NotApplicable."""
@@ -418,7 +407,7 @@ def tile_nest(node: c_ast.For, options: PlutoOptions = PlutoOptions(),
         raise NotApplicable("the nest is not three loops deep")
     iterators = {lp.var for lp in loops}
     for_vars = {lp.var for lp in loops}
-    scalars = set().union(*(_written_scalars(n) for s in stmts for n in s.nodes)) - for_vars
+    scalars = set().union(*(written_scalars(n) for s in stmts for n in s.nodes)) - for_vars
     params: dict[str, str] = {}
     bounds = {}
     for index, lp in enumerate(loops):

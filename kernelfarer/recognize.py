@@ -20,7 +20,7 @@ from kernelfarer.affine import IndexConverter, NotAffine, Poly
 from kernelfarer.canonical import Canonical
 from kernelfarer.ctype import Scalar, Scope
 from kernelfarer.diagnostics import SourceLocation
-from kernelfarer.epilogue import epilogue_form
+from kernelfarer.epilogue import epilogue_form, fusion_form
 from kernelfarer.evaluate import ZERO, Evaluator, Lin, lin_add
 from kernelfarer.epilogue import PURE_FUNCTIONS
 from kernelfarer.fission import around_form, around_guards, side_statement
@@ -194,6 +194,15 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
                 elif stride.const_value() < 0:
                     raise NotGemm(f"the epilogue reads '{acc.array}' with a negative stride")
 
+    fusion, fusion_refusal = None, ""
+    if epi is not None:
+        try:
+            fusion = fusion_form(nest, epi, scope, facts, nest_ids,
+                                 (m_var, starts[m_var].to_c()), (n_var, starts[n_var].to_c()),
+                                 {v: loops[v].var_type.spelling for v in (m_var, n_var)})
+        except NotGemm as exc:
+            fusion_refusal = str(exc)
+
     around = around_form(nest, functions=functions or PURE_FUNCTIONS)
     if around is not None:
         guards += around_guards(nest, ev, around, scope, iterators, sizes, starts, dtype,
@@ -218,6 +227,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         ("1" if init is CInit.ACCUMULATE else "0"),
         init=init, guards=tuple(guards), location=location, loop_order=order, shape=shape,
         finals=tuple(finals.values()), epilogue=epi, setup=tuple(setup), around=around,
+        fusion=fusion, fusion_refusal=fusion_refusal,
         load_c=canon.load_c_when or "", canonical=tuple(canon.steps), side=side,
         description=_describe(c_access, a_acc, b_acc, init, _scalar_c(alpha, dtype)) + (
             " then an element-wise epilogue" if epi is not None else "") + (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kernelfarer import emit, frontend, hygiene, targets
 from kernelfarer.diagnostics import KernelfarerError, Remark, SourceLocation
@@ -37,6 +37,10 @@ class RewriteOptions:
     # as many as OpenMP offers); 0 or 1, none; plan.THREADS_AUTO; n, at most n.  Threads run only
     # where the file is compiled with OpenMP (-fopenmp).
     threads: int | None = None
+    # An element-wise epilogue runs on each register tile as the driver finishes it (a hook,
+    # epilogue.Fusion) where it can; False: always as a pass over C after the GEMM (the
+    # benchmark's comparison).
+    fuse_epilogues: bool = True
 
 @dataclass
 class RewriteResult:
@@ -121,6 +125,7 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
     plans: dict[tuple[str, str], KernelPlan] = {}
     used: dict[str, KernelPlan] = {}      # the plans the replacements call, by driver
     edits: list[_Edit] = []
+    hooks: dict[str, _Edit] = {}          # fused epilogues, before the functions that use them
     remarks: list[Remark] = []
     insert_at: int | None = None
     for cand in find_candidates(tu):
@@ -158,14 +163,24 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
         plan = plans[key]
         original = source.text[span.start:span.end]
         indent = source.indentation(span.start)
-        call = backend.call(backends.Site(spec, plan, original, indent, cand.node))
+        if not options.fuse_epilogues and spec.fusion is not None:
+            spec = replace(spec, fusion=None, fusion_refusal="turned off (fuse_epilogues)")
+        hook = names.fresh("kf_epilogue", set(hooks)) if spec.fusion is not None else None
+        call = backend.call(backends.Site(spec, plan, original, indent, cand.node, hook))
         edits.append(_Edit(span.start, span.end, names.bind(call.text)))
+        if hook is not None and call.plan is not None and hook in call.text:
+            hooks[hook] = _Edit(func_start, func_start, names.bind(emit.render_hook(spec, hook)))
         if call.plan is not None:
             used.setdefault(call.plan.driver_name, call.plan)
         if call.note:
             notes.append(call.note)
         insert_at = func_start if insert_at is None else min(insert_at, func_start)
         details = tuple({**dict(_details(spec, plan)), **dict(call.details)}.items())
+        if spec.epilogue is not None:
+            details += (("epilogue", f"fused: {hook} runs on each register tile of C once it is "
+                                     "final, while it is in cache") if hook in hooks else
+                        ("epilogue", "a pass over C after the GEMM" + (
+                            f" (not fused: {spec.fusion_refusal})" if spec.fusion_refusal else "")),)
         if cand.pragmas:
             details += (("pragmas", "the nest's #pragma lines (e.g. OpenMP) stay on the original "
                                     "loops, which run when a check fails"),)
@@ -200,6 +215,7 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
             return RewriteResult(path=path, text=source.text, remarks=remarks, notes=notes)
         support = _shield_from_macros(support, macros)
         edits.append(_Edit(insert_at, insert_at, support))
+        edits += hooks.values()           # after the support code where both go before one function
         text = _splice(source.text, edits)
         if options.verify:
             _verify(path, text, (*target.compile_flags, *options.cppflags))

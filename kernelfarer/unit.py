@@ -79,8 +79,12 @@ def _function_facts(func: c_ast.FuncDef) -> FunctionFacts:
             visit(child, killed)
 
     visit(func.body, ())
+    local_types = any(isinstance(n, c_ast.Typedef) or (isinstance(n, (c_ast.Struct, c_ast.Union,
+                      c_ast.Enum)) and (n.decls if not isinstance(n, c_ast.Enum) else n.values))
+                      for n in _walk(func.body))
     return FunctionFacts(name=func.decl.name, assigned=frozenset(assigned),
-                         address_taken=frozenset(address_taken), references=refs)
+                         address_taken=frozenset(address_taken), references=refs,
+                         local_types=local_types)
 
 
 def _holds_pragma(node: c_ast.Node) -> bool:

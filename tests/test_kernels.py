@@ -51,11 +51,29 @@ SENTINEL = -77          # C elements outside the m x n corner hold this; they mu
 
 WRAPPERS = """
 /* exported entry points of the test library */
+/* an epilogue: C = 2 C + 1 on the rows and columns given, counting each element's visits */
+static void t_epilogue(const void *const *ctx, kf_index r0, kf_index r1, kf_index c0, kf_index c1)
+{{
+    {T} *c = *({T} *const *)ctx[0];
+    kf_index ldc = *(const kf_index *)ctx[1];
+    int *seen = *(int *const *)ctx[2];
+    kf_index r, s;
+    for (r = r0; r < r1; ++r)
+        for (s = c0; s < c1; ++s) {{
+            c[r * ldc + s] = 2 * c[r * ldc + s] + 1;
+            seen[r * ldc + s] += 1;
+        }}
+}}
 {attr} int t_driver(kf_index m, kf_index n, kf_index k, {T} alpha, const {I} *a, kf_index rsa,
         kf_index csa, const {I} *b, kf_index rsb, kf_index csb, {T} beta, int load_c, {T} *c,
-        kf_index ldc)
+        kf_index ldc, int *seen)
 {{
-    return {driver}(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, load_c, c, ldc);
+    const void *ctx[3];
+    ctx[0] = &c;
+    ctx[1] = &ldc;
+    ctx[2] = &seen;
+    return {driver}(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, load_c, c, ldc,
+                    seen ? t_epilogue : 0, seen ? ctx : 0);
 }}
 {attr} void t_pack_a(kf_index m, kf_index k, const {I} *a, kf_index rsa, kf_index csa, {I} *ap)
 {{
@@ -83,7 +101,7 @@ DIRECT_WRAPPER = """
 
 CDEF = """
 int t_driver(long m, long n, long k, {T} alpha, const {I} *a, long rsa, long csa, const {I} *b,
-             long rsb, long csb, {T} beta, int load_c, {T} *c, long ldc);
+             long rsb, long csb, {T} beta, int load_c, {T} *c, long ldc, int *seen);
 void t_pack_a(long m, long k, const {I} *a, long rsa, long csa, {I} *ap);
 void t_pack_b(long k, long n, const {I} *b, long rsb, long csb, {I} *bp);
 void t_kernel(long k, const {I} *a, const {I} *b, {T} *c, long ldc, long m, long n, {T} alpha,
@@ -198,9 +216,10 @@ class Library:
         return self.lib.kernelfarer_thin_calls
 
     def gemm(self, rng, m, n, k, *, ta=False, tb=False, pad=0, cpad=0, alpha=1, beta=1,
-             load_c=1, nan_c=False, bpad=None, declined=False):
+             load_c=1, nan_c=False, bpad=None, declined=False, epilogue=False):
         """One driver call on fresh operands; asserts the exact result (`declined`: that the
-        driver declined, returning 0 with C untouched)."""
+        driver declined, returning 0 with C untouched; `epilogue`: with an epilogue hook, C = 2 C
+        + 1, which must have visited each element of C once, after its last update)."""
         dt, T, I = self.dtype, CDEF_T[self.dtype], CDEF_I[self.dtype]
         a, b = random_ints(rng, (m, k)), random_ints(rng, (k, n))
         A = Operand(a, *layout(m, k, ta, pad), dt, padding_value(dt))
@@ -215,14 +234,23 @@ class Library:
         else:
             corner[:] = unread_value(dt)
         before = C.array.copy()
+        seen = np.zeros(m * ldc, dtype=np.int32)
         ok = self.lib.t_driver(m, n, k, alpha, A.pointer(self.ffi, I), A.rs, A.cs,
                                B.pointer(self.ffi, I), B.rs, B.cs, beta, load_c,
-                               self.ffi.cast(f"{T} *", C.address), ldc)
+                               self.ffi.cast(f"{T} *", C.address), ldc,
+                               self.ffi.cast("int *", seen.ctypes.data) if epilogue
+                               else self.ffi.NULL)
         what = (f"{self.plan.driver_name} m={m} n={n} k={k} ta={ta} tb={tb} pad={pad} "
-                f"cpad={cpad} alpha={alpha} beta={beta} load_c={load_c}")
+                f"cpad={cpad} alpha={alpha} beta={beta} load_c={load_c} epilogue={epilogue}")
         if declined:
             assert ok == 0 and np.array_equal(C.array, before, equal_nan=True), what
+            assert not seen.any(), what
             return
+        if epilogue:
+            visits = seen.reshape(m, ldc)
+            assert (visits[:, :n] == 1).all() and not visits[:, n:].any(), \
+                what + f": epilogue visits\n{visits}"
+            C.array.reshape(m, ldc)[:, :n] = (C.array.reshape(m, ldc)[:, :n] - 1) / 2
         assert ok == 1, what
         got = C.array.reshape(m, ldc)
         if nan_c and load_c:
@@ -446,7 +474,7 @@ def check_driver(lib: Library, sizes, seed: int) -> int:
         alpha, beta, load_c = SCALARS[i % len(SCALARS)]
         pad = (0, 1, 3)[i % 3]
         lib.gemm(rng, m, n, k, ta=ta, tb=tb, pad=pad, cpad=i % 2, alpha=alpha, beta=beta,
-                 load_c=load_c)
+                 load_c=load_c, epilogue=i % 3 == 1)
         cases += 1
     return cases
 
@@ -631,7 +659,7 @@ def test_support_code_is_warning_free(tmp_path, target, compiler, std, isa) -> N
     for i, p in enumerate(plans):
         text += (f"int use{i}(const {p.dtype.in_ctype} *a, const {p.dtype.in_ctype} *b, "
                  f"{p.dtype.ctype} *c, long n) {{ return {p.driver_name}(n, n, n, 1, a, n, 1, "
-                 f"b, n, 1, 1, 1, c, n); }}\n")
+                 f"b, n, 1, 1, 1, c, n, 0, 0); }}\n")
     src = tmp_path / "support.c"
     src.write_text(text)
     flags = WHOLE_FILE_ISA[target] if isa else []
@@ -794,3 +822,21 @@ def test_driver_loops_from_the_schedule_cache_equal_a_fresh_build(tmp_path, monk
     emit.schedule_loops.cache_clear()
     assert [emit.driver_loops(plan, **kind) for kind in kinds] == fresh
     emit.schedule_loops.cache_clear()
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
+@pytest.mark.parametrize("target", RUN_TARGETS)
+def test_epilogue_tile_by_tile_and_after(builds, target, dtype) -> None:
+    """A fused epilogue visits each element of C once, after its last k block, whether the driver
+    applies it tile by tile (in the packed and direct paths, one tile behind) or in one pass at
+    the end (C's rows a multiple of an L1 way apart: 4 KiB).  Tiny blocks: several k blocks and
+    cache blocks per problem."""
+    skip_unless_runs(target)
+    for variant in ("tiny-packed", "tiny-direct", "default"):
+        lib = builds.library(target, dtype, variant)
+        rng = np.random.default_rng(7)
+        way_elems = 4096 // np.dtype(NUMPY_C[dtype]).itemsize
+        for m, n, k in ((37, 45, 29), (lib.plan.mr * 2 + 1, lib.plan.nr + 3, 2), (5, 70, 33)):
+            for cpad in (1, way_elems - n):        # tile by tile; rows 4 KiB apart
+                lib.gemm(rng, m, n, k, cpad=cpad, alpha=2, beta=3, load_c=1, epilogue=True)
+                lib.gemm(rng, m, n, k, ta=True, cpad=cpad, load_c=0, epilogue=True)
