@@ -147,7 +147,9 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
             span = _with_leading_pragmas(source, first, span)
         spec = cand.spec
         chosen = target
-        if not targets.has_kernel(target, spec.dtype):
+        if options.target == "auto" and not targets.has_kernel(target, spec.dtype):
+            chosen = targets.best_for_host(dtype=spec.dtype)     # e.g. int8 on a VNNI host
+        if not targets.has_kernel(chosen, spec.dtype):
             # Observable fallback: the remark names the kernel, the report says why.
             chosen = targets.TARGETS[targets.GENERIC]
         threads = options.threads if options.threads is not None else \
@@ -193,7 +195,7 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
                                     "for small products"),)
         if chosen is not target:
             details += (("fallback", f"{target.name} has no {spec.dtype.ctype} kernel "
-                                     f"({spec.dtype.name}); using the portable generic kernel"),)
+                                     f"({spec.dtype.name}); using {chosen.name}'s"),)
         remarks.append(Remark(location, "gemm", True, "", details))
     text = source.text
     unit = None

@@ -83,7 +83,12 @@ class KernelShape:
     nr: int                      # columns of C held in registers
     template: str                # micro-kernel template, relative to templates/
     lanes: int = 1               # elements per vector register
-    kr: int = 1                  # k steps the kernel consumes at once (unroll granularity)
+    kr: int = 1                  # k steps the kernel consumes at once: the packed panels hold k in
+                                 # groups of kr (zero-padded), e.g. 4 int8 per 32-bit lane (VNNI)
+    b_extra: int = 0             # elements after each column of a packed B micro-panel (the VNNI
+                                 # kernel's column sums)
+    own_packing: bool = False    # the kernel's template renders the pack routines (its layout is
+                                 # not pack.c.j2's)
     unroll: int = 4              # k steps per iteration of the kernel's main loop (any k is handled)
     isa: Mapping[str, str] = field(default_factory=dict)  # names the template spells with
     a_width: int = 0             # elements of one k step of packed A that one register (or
@@ -198,6 +203,13 @@ _AVX512 = {
     ),
 }
 
+# AVX-512 VNNI: int8 x int8 -> int32 with vpdpbusd (64 multiply-adds per instruction), k in
+# groups of four per 32-bit lane; 12 x 32 like the f32 kernel: 24 accumulators + 2 B + 1 broadcast.
+_AVX512_VNNI = {
+    DType.I8I32: KernelShape(mr=12, nr=32, lanes=16, kr=4, b_extra=4, own_packing=True,
+                             template="kernels/x86_vnni.c.j2"),
+}
+
 _AVX2 = {
     DType.F32: KernelShape(
         mr=6, nr=16, lanes=8, template="kernels/x86_avx2.c.j2",
@@ -210,6 +222,8 @@ _AVX2 = {
                  mask_iota="_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)"),
         direct=True, thin=_avx2_thin(8),
     ),
+    # int8: the portable kernel, vectorized for AVX2 (CPUs without VNNI)
+    DType.I8I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
     DType.F64: KernelShape(
         mr=6, nr=8, lanes=4, template="kernels/x86_avx2.c.j2",
         isa=dict(vec="__m256d", load="_mm256_loadu_pd", store="_mm256_storeu_pd",
@@ -314,6 +328,20 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
             isa_macro="defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)",
         ),
         Target(
+            name="x86-avx512-vnni",
+            description="x86-64 with AVX-512 VNNI: int8 GEMMs with vpdpbusd (other types: "
+                        "x86-avx512)",
+            cpu_features=("avx512f", "avx512vnni"),
+            cpuinfo_flags=("avx512f", "avx512_vnni"),
+            attribute="avx512f,avx512vnni,avx2,fma",
+            headers=("immintrin.h",),
+            kernels=_AVX512_VNNI,
+            priority=31,
+            arch="x86_64",
+            cpu_check=_x86_check("avx512f", "avx512vnni"),
+            isa_macro="defined(__AVX512F__) && defined(__AVX512VNNI__)",
+        ),
+        Target(
             name="x86-avx2",
             description="x86-64 with AVX2 and FMA3 (16 ymm registers)",
             cpu_features=("avx2", "fma"),
@@ -336,7 +364,7 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
             kernels={},
             priority=-1,
             cpuinfo_flags=("sse2",),
-            dispatch=("x86-avx512", "x86-avx2"),
+            dispatch=("x86-avx512-vnni", "x86-avx512", "x86-avx2"),
             arch="x86_64",
         ),
         Target(
@@ -412,12 +440,15 @@ def get_target(name: str, *, host_flags: frozenset[str] | None = None) -> Target
 
 
 def best_for_host(host_flags: frozenset[str] | None = None,
-                  host_arch: str | None = None) -> Target:
+                  host_arch: str | None = None, dtype: DType | None = None) -> Target:
     """The highest-priority target the host planned for runs (never a cross target, never a
-    dispatcher)."""
+    dispatcher) that has a kernel for `dtype` (None: for float, the general-purpose targets;
+    x86-avx512-vnni, which has int8 kernels only, is picked for int8)."""
+    wanted = dtype or DType.F32
     runnable = [t for t in TARGETS.values()
-                if host_can_run(t, host_flags, host_arch) and not t.dispatch]
-    return max(runnable, key=lambda t: t.priority)
+                if host_can_run(t, host_flags, host_arch) and not t.dispatch
+                and (wanted in t.kernels or t.name == GENERIC)]
+    return max(runnable, key=lambda t: (wanted in t.kernels, t.priority))
 
 
 def host_can_run(target: Target, host_flags: frozenset[str] | None = None,

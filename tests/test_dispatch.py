@@ -86,9 +86,11 @@ def _run(cmd, forced=None):
 
 
 def _best_native() -> str:
-    """The path this CPU takes: the best it runs, or none (then the original loops run)."""
+    """The path this CPU takes for the program's float GEMM: the best it runs that has a float
+    kernel (x86-avx512-vnni has int8 ones only), or none (then the original loops run)."""
     for name in targets.TARGETS["x86-auto"].dispatch:
-        if targets.real_host_runs(targets.TARGETS[name]):
+        if targets.DType.F32 in targets.TARGETS[name].kernels and \
+                targets.real_host_runs(targets.TARGETS[name]):
             return name
     return "none"
 

@@ -216,12 +216,12 @@ class Library:
         return self.lib.kernelfarer_thin_calls
 
     def gemm(self, rng, m, n, k, *, ta=False, tb=False, pad=0, cpad=0, alpha=1, beta=1,
-             load_c=1, nan_c=False, bpad=None, declined=False, epilogue=False):
+             load_c=1, nan_c=False, bpad=None, declined=False, epilogue=False, span=(-3, 4)):
         """One driver call on fresh operands; asserts the exact result (`declined`: that the
         driver declined, returning 0 with C untouched; `epilogue`: with an epilogue hook, C = 2 C
         + 1, which must have visited each element of C once, after its last update)."""
         dt, T, I = self.dtype, CDEF_T[self.dtype], CDEF_I[self.dtype]
-        a, b = random_ints(rng, (m, k)), random_ints(rng, (k, n))
+        a, b = random_ints(rng, (m, k), *span), random_ints(rng, (k, n), *span)
         A = Operand(a, *layout(m, k, ta, pad), dt, padding_value(dt))
         B = Operand(b, *layout(k, n, tb, pad if bpad is None else bpad), dt, padding_value(dt))
         ldc = n + cpad
@@ -631,11 +631,12 @@ def test_direct_path_b_panels(builds, target, dtype) -> None:
 
 # -- compile-only: warnings and AVX-512 ----------------------------------------------------------
 
-ALL_TARGETS = ["generic", "x86-avx2", "x86-avx512"]
+ALL_TARGETS = ["generic", "x86-avx2", "x86-avx512", "x86-avx512-vnni"]
 
 
 WHOLE_FILE_ISA = {"generic": [], "x86-avx2": ["-mavx2", "-mfma"],
                   "x86-avx512": ["-mavx512f", "-mavx2", "-mfma"],
+                  "x86-avx512-vnni": ["-mavx512f", "-mavx512vnni", "-mavx2", "-mfma"],
                   "x86-auto": ["-mavx512f", "-mavx2", "-mfma"]}
 
 
@@ -652,7 +653,7 @@ def test_support_code_is_warning_free(tmp_path, target, compiler, std, isa) -> N
         pytest.skip(f"no {compiler}")
     from kernelfarer.plan import make_dispatch_plan
     t = targets.TARGETS[target]
-    dtypes = [d for d in DType if d in t.kernels] if not t.dispatch else FLOATS
+    dtypes = [d for d in DType if d in t.kernels] if not t.dispatch else [*FLOATS, DType.I8I32]
     plans = [make_dispatch_plan(t, d, targets.TARGETS) if t.dispatch else make_plan(t, d)
              for d in dtypes]
     text = emit.render_support(plans)
@@ -840,3 +841,84 @@ def test_epilogue_tile_by_tile_and_after(builds, target, dtype) -> None:
             for cpad in (1, way_elems - n):        # tile by tile; rows 4 KiB apart
                 lib.gemm(rng, m, n, k, cpad=cpad, alpha=2, beta=3, load_c=1, epilogue=True)
                 lib.gemm(rng, m, n, k, ta=True, cpad=cpad, load_c=0, epilogue=True)
+
+
+# -- int8 on AVX-512 VNNI ---------------------------------------------------------------------------
+
+VNNI = "x86-avx512-vnni"
+
+
+def vnni_library(builds: Builds, variant: str) -> Library:
+    """The VNNI kernel's driver; `tiny`: blocks that small sizes cross (kc a multiple of kr=4, so
+    k blocks end inside a group of four only at the end of k)."""
+    if not host_runs(VNNI):
+        pytest.skip(f"this host does not run {VNNI} (no AVX512-VNNI): its code is compiled and "
+                    "checked for warnings and vpdpbusd by the other tests, run where the CPU has it")
+    if variant == "tiny":
+        key = (VNNI, DType.I8I32, "tiny", True)
+        if key not in builds.cache:
+            plan = make_plan(targets.TARGETS[VNNI], DType.I8I32, overrides={"mc": 24, "kc": 12,
+                                                                             "nc": 64})
+            d = builds.root / "vnni-tiny"
+            d.mkdir(parents=True, exist_ok=True)
+            (d / "lib.c").write_text(library_source(plan))
+            run([CLANG, "-O2", "-shared", "-fPIC", *TRACE_FLAGS, *WARN_FLAGS, str(d / "lib.c"),
+                 "-o", str(d / "lib.so")])
+            builds.cache[key] = Library(plan, d / "lib.so")
+        return builds.cache[key]
+    return builds.library(VNNI, DType.I8I32, variant)
+
+
+@pytest.mark.parametrize("variant", ["default", "tiny"])
+def test_vnni_int8_every_edge_full_range(builds, variant) -> None:
+    """int8 x int8 -> int32 on the VNNI kernel, bit-exact against the int64 reference: operands
+    over the full int8 range (-128 .. 127: A's +128 offset and the column-sum correction), every
+    register-tile and cache-block edge, k not a multiple of four, transposed and padded operands,
+    alpha, beta and load_c, with and without an epilogue."""
+    lib = vnni_library(builds, variant)
+    sizes = edge_sizes(lib.plan) + [(13, 35, 4 * 3 + 1), (12, 32, 4), (1, 1, 1)]
+    rng = np.random.default_rng(11)
+    for i, (m, n, k) in enumerate(sizes):
+        alpha, beta, load_c = SCALARS[i % len(SCALARS)]
+        lib.gemm(rng, m, n, k, ta=bool(i & 1), tb=bool(i & 2), pad=(0, 1, 3)[i % 3],
+                 cpad=i % 2, alpha=alpha, beta=beta, load_c=load_c, epilogue=i % 3 == 1,
+                 span=(-128, 128))
+
+
+def test_vnni_int8_large_sums(builds) -> None:
+    """Sums that need all of int32: k = 40000 products of -128 * -128 (655 million), and of
+    -128 * 127, in every column: the offset of A (+128) and the correction (-128 * column sum)
+    cancel exactly."""
+    lib = vnni_library(builds, "default")
+    ffi, lib_c = lib.ffi, lib.lib
+    for value_b in (-128, 127):
+        m, n, k = 5, 33, 40000
+        a = np.full((m, k), -128, dtype=np.int8)
+        b = np.full((k, n), value_b, dtype=np.int8)
+        c = np.zeros((m, n), dtype=np.int32)
+        ok = lib_c.t_driver(m, n, k, 1, ffi.cast("signed char *", a.ctypes.data), k, 1,
+                            ffi.cast("signed char *", b.ctypes.data), n, 1, 0, 0,
+                            ffi.cast("int *", c.ctypes.data), n, ffi.NULL)
+        assert ok == 1
+        assert (c == -128 * value_b * k).all(), (value_b, c[0, :4])
+
+
+@pytest.mark.skipif(not OBJDUMP, reason="no llvm-objdump")
+def test_vnni_kernel_k_loop_is_dot_products(tmp_path) -> None:
+    """The kernel's k loop is vpdpbusd on the packed panels: 24 per group of four k steps (12 rows x
+    2 vectors; a multiple if the compiler unrolls), no widening or 32-bit multiplies (what the
+    portable kernel runs), nothing on the stack.  Compiled only: any host checks it."""
+    plan = make_plan(targets.TARGETS[VNNI], DType.I8I32)
+    src = tmp_path / "vnni.c"
+    src.write_text(library_source(plan))
+    obj = tmp_path / "vnni.o"
+    run([CLANG, "-O3", "-c", str(src), "-o", str(obj)])
+    loops = k_loops(obj, r"vpdpbusd")
+    assert loops, "no k loop with vpdpbusd in the VNNI kernel"
+    stack, body = max(loops, key=lambda lp: len(lp[1]))
+    text = "\n".join(body)
+    per_group = plan.mr * len(plan.vectors)
+    dots = sum(1 for i in body if i.startswith("vpdpbusd"))
+    assert dots and dots % per_group == 0, text
+    assert not any(re.match(r"vpmulld|vpmovsx|vpmaddwd", i) for i in body), text
+    assert not stack, "the k loop touches the stack:\n" + "\n".join(stack)
