@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from cwall import NOW  # noqa: E402
 from kernelfarer.rewrite import RewriteOptions, rewrite_file  # noqa: E402
 
 CC = os.environ.get("CC", "clang-19")
@@ -54,7 +55,7 @@ void {name}(int m, int n, int k, const float *x, const float *w, const float *bi
 }}
 """
 
-HARNESS = r"""
+HARNESS = (r"""
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
@@ -75,13 +76,8 @@ static void blas_dense(int m, int n, int k, const float *x, const float *w, cons
             y[(long)i * n + j] = v > 0 ? v : 0;
         }
 }
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+"""
+    + NOW + r"""
 
 int main(int argc, char **argv)
 {
@@ -117,7 +113,7 @@ int main(int argc, char **argv)
     printf("%.6f %.6f %.6f %.6f\n", best[0], best[1], best[2], best[3]);
     return 0;
 }
-"""
+""")
 
 
 def build(work: Path) -> Path:

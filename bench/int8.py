@@ -21,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from cwall import NOW  # noqa: E402
 from kernelfarer.rewrite import RewriteOptions, rewrite_file  # noqa: E402
 
 CC = os.environ.get("CC", "clang-19")
@@ -39,7 +40,7 @@ void {name}(int m, int n, int k, const int8_t *a, const int8_t *b, int32_t *c)
 }}
 """
 
-HARNESS = r"""
+HARNESS = (r"""
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,13 +61,8 @@ static void onednn(int m, int n, int k, const int8_t *a, const int8_t *b, int32_
     (void)m; (void)n; (void)k; (void)a; (void)b; (void)c;
 #endif
 }
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+"""
+    + NOW + r"""
 
 int main(int argc, char **argv)
 {
@@ -117,7 +113,7 @@ int main(int argc, char **argv)
            with_naive ? best[4] : 0.0);
     return 0;
 }
-"""
+""")
 
 
 def build(work: Path) -> tuple[Path, bool]:

@@ -66,7 +66,9 @@ class Evaluator:
     scalars_written: set[str] = field(default_factory=set)
     scalar_params: set[str] = field(default_factory=set)
     aliases: dict = field(default_factory=dict)              # row pointers: name -> address
-    narrow: set = field(default_factory=set)                 # int8 operands of an int32 GEMM
+    narrow: set = field(default_factory=set)                 # int8 operands of an int32 GEMM,
+                                                             # bf16 ones of a float GEMM
+    narrow_dtype: DType | None = None                        # ... the GEMM's type then
 
     def value(self, node: c_ast.Node, state: dict) -> Lin:
         if isinstance(node, c_ast.Constant):
@@ -109,6 +111,11 @@ class Evaluator:
                 return lin_add(self.value(node.left, state), self.value(node.right, state),
                                 1 if node.op == "+" else -1)
             if node.op == "*":
+                if self._is_half(node.left) and self._is_half(node.right):
+                    # C multiplies two __bf16 (or _Float16) in that type: the product is rounded
+                    # to 8 (11) bits, which a kernel summing exact products would not do
+                    raise NotGemm("the product of two 16-bit floats is rounded to 16 bits in C "
+                                  "(convert the operands to float to sum exact products)")
                 return self._multiply(self.value(node.left, state), self.value(node.right, state))
             raise NotGemm(f"operator '{node.op}' in the loop body (not a (x, +) computation)")
         if isinstance(node, c_ast.FuncCall):
@@ -117,6 +124,22 @@ class Evaluator:
         if isinstance(node, c_ast.TernaryOp):
             raise NotGemm("conditional expression in the loop body")
         raise NotGemm(f"unsupported expression '{_one_line(node)}' in the loop body")
+
+    def _is_half(self, node: c_ast.Node) -> bool:
+        """Is the expression a 16-bit float (a __bf16 or _Float16 element or variable, negated or
+        not), i.e. not converted to float?"""
+        while isinstance(node, c_ast.UnaryOp) and node.op in ("-", "+"):
+            node = node.expr
+        if isinstance(node, c_ast.ArrayRef):
+            try:
+                t = flatten_access(node, self.scope, self.conv, self.aliases).elem
+            except (NotGemm, NotAffine):
+                return False
+        elif isinstance(node, c_ast.ID):
+            t = self.scope.type_of(node.name)
+        else:
+            return False
+        return isinstance(t, Scalar) and t.kind == "float" and t.bits == 16
 
     def _constant(self, node: c_ast.Constant) -> Lin:
         if node.type in ("float", "double"):
@@ -187,8 +210,11 @@ class Evaluator:
         e = acc.elem
         if self.dtype.is_operand(e.kind, e.bits, e.signed):
             return
-        if self.dtype is DType.I32 and e.spelling == "signed char":
-            self.narrow.add(acc.array)          # int8 operands summed in int32
+        narrow = {(DType.I32, "signed char"): DType.I8I32,    # int8 operands summed in int32
+                  (DType.F32, "__bf16"): DType.BF16F32}.get((self.dtype, e.spelling))
+        if narrow is not None and self.narrow_dtype in (None, narrow):
+            self.narrow.add(acc.array)
+            self.narrow_dtype = narrow
             return
         raise NotGemm(f"'{acc.array}' holds {e.spelling}, the result holds {self.dtype.ctype} "
                       "(mixed types)")

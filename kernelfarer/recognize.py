@@ -89,8 +89,9 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     first, second = ev.reads[ra], ev.reads[rb]
     if ev.narrow:
         if {first.array, second.array} - ev.narrow:
-            raise NotGemm("one operand is int8 and the other is not (mixed types)")
-        dtype = DType.I8I32
+            raise NotGemm(f"one operand is {ev.narrow_dtype.in_ctype} and the other is not "
+                          "(mixed types)")
+        dtype = ev.narrow_dtype
     for name in ev.scalars_written - ev.locals_ | (ev.scalars_written & ev.locals_):
         t = scope.type_of(name)
         if isinstance(t, Scalar) and not dtype.is_result(t.kind, t.bits, t.signed) \

@@ -32,6 +32,7 @@ class DType(enum.Enum):
     I32 = ("i32", "int", 4, "int", 4, "int")
     I64 = ("i64", "long", 8, "long", 8, "int")
     I8I32 = ("i8i32", "int", 4, "signed char", 1, "int")    # int8 operands, int32 sums
+    BF16F32 = ("bf16f32", "float", 4, "__bf16", 2, "float")  # bf16 operands, float sums
 
     def __init__(self, letter: str, ctype: str, size: int, in_ctype: str, in_size: int,
                  kind: str) -> None:
@@ -207,7 +208,15 @@ _AVX512 = {
 # groups of four per 32-bit lane; 12 x 32 like the f32 kernel: 24 accumulators + 2 B + 1 broadcast.
 _AVX512_VNNI = {
     DType.I8I32: KernelShape(mr=12, nr=32, lanes=16, kr=4, b_extra=4, own_packing=True,
-                             template="kernels/x86_vnni.c.j2"),
+                             template="kernels/x86_vnni.c.j2",
+                             isa=dict(raw="unsigned char", a_flip="0x80808080")),
+}
+
+# AVX512-BF16: bf16 x bf16 -> float with vdpbf16ps (32 multiply-adds per instruction: pairs of k
+# per 32-bit lane), laid out like the VNNI kernel (kernels/pack_groups.c.j2) with kr = 2.
+_AVX512_BF16 = {
+    DType.BF16F32: KernelShape(mr=12, nr=32, lanes=16, kr=2, own_packing=True,
+                               template="kernels/x86_bf16.c.j2", isa=dict(raw="unsigned short")),
 }
 
 _AVX2 = {
@@ -222,8 +231,9 @@ _AVX2 = {
                  mask_iota="_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)"),
         direct=True, thin=_avx2_thin(8),
     ),
-    # int8: the portable kernel, vectorized for AVX2 (CPUs without VNNI)
+    # int8 and bf16: the portable kernel, vectorized for AVX2 (CPUs without VNNI or AVX512-BF16)
     DType.I8I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
+    DType.BF16F32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
     DType.F64: KernelShape(
         mr=6, nr=8, lanes=4, template="kernels/x86_avx2.c.j2",
         isa=dict(vec="__m256d", load="_mm256_loadu_pd", store="_mm256_storeu_pd",
@@ -311,6 +321,7 @@ _GENERIC = {
     DType.I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
     DType.I64: KernelShape(mr=4, nr=4, template="kernels/generic.c.j2", direct=True),
     DType.I8I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
+    DType.BF16F32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
 }
 
 TARGETS: Mapping[str, Target] = MappingProxyType({
@@ -342,6 +353,20 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
             isa_macro="defined(__AVX512F__) && defined(__AVX512VNNI__)",
         ),
         Target(
+            name="x86-avx512-bf16",
+            description="x86-64 with AVX512-BF16: bf16 GEMMs summed in float with vdpbf16ps "
+                        "(other types: x86-avx512)",
+            cpu_features=("avx512f", "avx512bf16"),
+            cpuinfo_flags=("avx512f", "avx512_bf16"),
+            attribute="avx512f,avx512bf16,avx512bw,avx512vl,avx2,fma",
+            headers=("immintrin.h",),
+            kernels=_AVX512_BF16,
+            priority=31,
+            arch="x86_64",
+            cpu_check=_x86_check("avx512f", "avx512bf16"),
+            isa_macro="defined(__AVX512F__) && defined(__AVX512BF16__)",
+        ),
+        Target(
             name="x86-avx2",
             description="x86-64 with AVX2 and FMA3 (16 ymm registers)",
             cpu_features=("avx2", "fma"),
@@ -364,7 +389,7 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
             kernels={},
             priority=-1,
             cpuinfo_flags=("sse2",),
-            dispatch=("x86-avx512-vnni", "x86-avx512", "x86-avx2"),
+            dispatch=("x86-avx512-vnni", "x86-avx512-bf16", "x86-avx512", "x86-avx2"),
             arch="x86_64",
         ),
         Target(

@@ -631,13 +631,21 @@ def test_direct_path_b_panels(builds, target, dtype) -> None:
 
 # -- compile-only: warnings and AVX-512 ----------------------------------------------------------
 
-ALL_TARGETS = ["generic", "x86-avx2", "x86-avx512", "x86-avx512-vnni"]
+ALL_TARGETS = ["generic", "x86-avx2", "x86-avx512", "x86-avx512-vnni", "x86-avx512-bf16"]
 
 
 WHOLE_FILE_ISA = {"generic": [], "x86-avx2": ["-mavx2", "-mfma"],
                   "x86-avx512": ["-mavx512f", "-mavx2", "-mfma"],
                   "x86-avx512-vnni": ["-mavx512f", "-mavx512vnni", "-mavx2", "-mfma"],
+                  "x86-avx512-bf16": ["-mavx512f", "-mavx512bf16", "-mavx512bw", "-mavx512vl",
+                                      "-mavx2", "-mfma"],
                   "x86-auto": ["-mavx512f", "-mavx2", "-mfma"]}
+
+
+def _gcc_knows_bf16(cc: str) -> bool:
+    done = subprocess.run([cc, "-x", "c", "-fsyntax-only", "-"], input="__bf16 x;\n",
+                          capture_output=True, text=True)
+    return done.returncode == 0
 
 
 @pytest.mark.parametrize("isa", [False, True], ids=["attributes", "whole-file-isa"])
@@ -653,7 +661,13 @@ def test_support_code_is_warning_free(tmp_path, target, compiler, std, isa) -> N
         pytest.skip(f"no {compiler}")
     from kernelfarer.plan import make_dispatch_plan
     t = targets.TARGETS[target]
-    dtypes = [d for d in DType if d in t.kernels] if not t.dispatch else [*FLOATS, DType.I8I32]
+    dtypes = [d for d in DType if d in t.kernels] if not t.dispatch else \
+        [*FLOATS, DType.I8I32, DType.BF16F32]
+    if compiler == "gcc" and not _gcc_knows_bf16(cc):
+        # gcc 12 has no __bf16 type on x86: no bf16 GEMM of a user's compiles with it either
+        dtypes = [d for d in dtypes if d is not DType.BF16F32]
+        if not dtypes:
+            pytest.skip(f"{cc} has no __bf16 type")
     plans = [make_dispatch_plan(t, d, targets.TARGETS) if t.dispatch else make_plan(t, d)
              for d in dtypes]
     text = emit.render_support(plans)

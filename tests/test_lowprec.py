@@ -1,0 +1,199 @@
+"""int8 -> int32 and bf16 -> float GEMMs, end to end: the user's loop rewritten for each target
+that has a kernel for them (AVX512-VNNI, AVX512-BF16, x86-auto's run-time choice and its AVX2
+fallback, the portable kernel), with default and tiny cache blocks, compiled and run against the
+same loop unrewritten, bit for bit, on odd sizes around every tile and block edge.  int8 operands
+span the whole range (-128..127); bf16 operands are small integers, whose products and sums are
+exact in float (the kernels' rounding differs from the loop's only in order and in flushing
+denormals: templates/kernels/x86_bf16.c.j2).  Native runs skip, with the reason, on CPUs without
+the instructions; the instruction checks compile only."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import CLANG, TRACE_FLAGS
+from kernelfarer import targets
+from kernelfarer.rewrite import RewriteOptions, rewrite_file
+
+OBJDUMP = shutil.which("llvm-objdump-19") or shutil.which("llvm-objdump")
+
+LOOPS = {
+    "int8": """
+#include <stdint.h>
+void gemm(int m, int n, int k, const int8_t *a, int lda, const int8_t *b, int32_t *c, int ldc)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            int32_t acc = 0;
+            for (int p = 0; p < k; p++)
+                acc += a[i * lda + p] * b[p * n + j];
+            c[i * ldc + j] = acc;
+        }
+}
+""",
+    "bf16": """
+void gemm(int m, int n, int k, const __bf16 *a, int lda, const __bf16 *b, float *c, int ldc)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            float acc = 0;
+            for (int p = 0; p < k; p++)
+                acc += (float)a[i * lda + p] * (float)b[p * n + j];
+            c[i * ldc + j] = acc;
+        }
+}
+""",
+}
+
+TYPES = {"int8": ("int8_t", "int32_t", "(int8_t)(rand() % 256 - 128)"),
+         "bf16": ("__bf16", "float", "small_bf16(rand() % 9 - 4)")}
+
+# m, n, k: 0, 1, primes, one below / at / above the 12 x 32 tile, the tiny blocks (mc 24, kc 8,
+# nc 64) and k groups of 4 (int8) and 2 (bf16).
+SIZES = [(0, 5, 3), (1, 1, 1), (2, 3, 5), (11, 31, 3), (12, 32, 4), (13, 33, 7), (23, 63, 9),
+         (25, 65, 8), (37, 97, 29), (1, 70, 33), (70, 1, 33), (4, 129, 17), (61, 45, 130)]
+
+HARNESS = r"""
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+typedef {A} elem;
+typedef {C} result;
+void gemm(int m, int n, int k, const elem *a, int lda, const elem *b, result *c, int ldc);
+void reference(int m, int n, int k, const elem *a, int lda, const elem *b, result *c, int ldc);
+extern long kernelfarer_fast_path_calls;
+static __attribute__((unused)) __bf16 small_bf16(int v)   /* exact: a small integer's float bits */
+{{
+    float f = (float)v;
+    unsigned u;
+    unsigned short h;
+    __bf16 r;
+    memcpy(&u, &f, 4);
+    h = (unsigned short)(u >> 16);
+    memcpy(&r, &h, 2);
+    return r;
+}}
+int main(void)
+{{
+    static const int sizes[][3] = {{ {sizes} }};
+    int s, bad = 0, calls = 0;
+    for (s = 0; s < (int)(sizeof sizes / sizeof sizes[0]); s++) {{
+        int m = sizes[s][0], n = sizes[s][1], k = sizes[s][2], lda = k + 3, ldc = n + 2, i;
+        elem *a = malloc(sizeof(elem) * (size_t)(m * lda + 1));
+        elem *b = malloc(sizeof(elem) * (size_t)(k * n + 1));
+        result *c = malloc(sizeof(result) * (size_t)(m * ldc + 1));
+        result *r = malloc(sizeof(result) * (size_t)(m * ldc + 1));
+        srand(s + 1);
+        for (i = 0; i < m * lda; i++) a[i] = {fill};
+        for (i = 0; i < k * n; i++) b[i] = {fill};
+        for (i = 0; i < m * ldc; i++) c[i] = r[i] = (result)(i % 7);
+        gemm(m, n, k, a, lda, b, c, ldc);
+        reference(m, n, k, a, lda, b, r, ldc);
+        if (memcmp(c, r, sizeof(result) * (size_t)(m * ldc))) {{
+            printf("differs at m=%d n=%d k=%d\n", m, n, k);
+            bad++;
+        }}
+        calls += m > 0 && n > 0 && k > 0;
+        free(a); free(b); free(c); free(r);
+    }}
+    printf("fast=%ld of %d\n", kernelfarer_fast_path_calls, calls);
+    return bad != 0 || kernelfarer_fast_path_calls != calls;
+}}
+"""
+
+
+def build_and_run(tmp: Path, kind: str, target: str, blocking: dict, env: dict | None = None,
+                  march_native: bool = False) -> str:
+    src = tmp / "loop.c"
+    src.write_text(LOOPS[kind])
+    result = rewrite_file(str(src), RewriteOptions(target=target, blocking=blocking))
+    assert any(r.replaced for r in result.remarks), [r.message() for r in result.remarks]
+    (tmp / "rewritten.c").write_text(result.text)
+    (tmp / "reference.c").write_text(LOOPS[kind].replace("void gemm(", "void reference("))
+    a, c, fill = TYPES[kind]
+    sizes = ", ".join(f"{{{m}, {n}, {k}}}" for m, n, k in SIZES)
+    (tmp / "main.c").write_text(HARNESS.format(A=a, C=c, fill=fill, sizes=sizes))
+    exe = tmp / "run"
+    flags = ["-march=native"] if march_native else []
+    subprocess.run([CLANG, "-O2", *flags, *TRACE_FLAGS, "-o", str(exe), str(tmp / "main.c"),
+                    str(tmp / "rewritten.c"), str(tmp / "reference.c")], check=True)
+    done = subprocess.run([str(exe)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+NATIVE = {"int8": "x86-avx512-vnni", "bf16": "x86-avx512-bf16"}
+TINY = {"mc": 24, "kc": 8, "nc": 64}
+
+
+@pytest.mark.parametrize("blocks", ["default", "tiny"])
+@pytest.mark.parametrize("kind", sorted(LOOPS))
+def test_dot_product_kernel_equals_the_loop(tmp_path, kind, blocks) -> None:
+    target = NATIVE[kind]
+    if not targets.real_host_runs(targets.TARGETS[target]):
+        pytest.skip(f"this host does not run {target}: its kernel is checked for its instructions "
+                    "(test_dot_product_k_loops) and runs where the CPU has it")
+    build_and_run(tmp_path, kind, target, TINY if blocks == "tiny" else {})
+
+
+@pytest.mark.parametrize("path", ["cpu", "x86-avx2"])
+@pytest.mark.parametrize("kind", sorted(LOOPS))
+def test_x86_auto_picks_a_path_that_equals_the_loop(tmp_path, kind, path) -> None:
+    """x86-auto's int8 and bf16 GEMMs: the path this CPU picks, and the AVX2 fallback forced."""
+    if not targets.real_host_runs(targets.TARGETS["x86-avx2"]):
+        pytest.skip("this host does not run AVX2")
+    env = {"KERNELFARER_PATH": path} if path != "cpu" else {}
+    out = build_and_run(tmp_path, kind, "x86-auto", TINY, env=env)
+    assert out.startswith("fast="), out
+
+
+@pytest.mark.parametrize("kind", sorted(LOOPS))
+def test_portable_kernel_equals_the_loop(tmp_path, kind) -> None:
+    build_and_run(tmp_path, kind, "generic", TINY)
+
+
+def test_a_product_of_two_bf16_is_not_taken_for_an_exact_one(tmp_path) -> None:
+    """`a[i] * b[j]` on two __bf16 rounds the product to bf16 in C: not a GEMM the dot-product
+    kernels compute; with the operands converted to float it is."""
+    src = tmp_path / "b.c"
+    src.write_text(LOOPS["bf16"].replace("(float)a[i * lda + p] * (float)b[p * n + j]",
+                                         "a[i * lda + p] * b[p * n + j]"))
+    result = rewrite_file(str(src), RewriteOptions(target="generic", verify=False))
+    assert not any(r.replaced for r in result.remarks)
+    assert "rounded to 16 bits" in result.remarks[0].message()
+
+
+@pytest.mark.skipif(not OBJDUMP, reason="no llvm-objdump")
+@pytest.mark.parametrize("kind, insn", [("int8", "vpdpbusd"), ("bf16", "vdpbf16ps")])
+def test_dot_product_k_loops(tmp_path, kind, insn) -> None:
+    """The kernel's k loop: 24 dot-product instructions per group (12 rows x 2 vectors; a
+    multiple when unrolled), one broadcast of A per row, two loads of B, nothing on the stack."""
+    src = tmp_path / "loop.c"
+    src.write_text(LOOPS[kind])
+    result = rewrite_file(str(src), RewriteOptions(target=NATIVE[kind], verify=False))
+    (tmp_path / "out.c").write_text(result.text)
+    subprocess.run([CLANG, "-O3", "-c", str(tmp_path / "out.c"), "-o", str(tmp_path / "out.o")],
+                   check=True)
+    dump = subprocess.run([OBJDUMP, "-d", "--no-show-raw-insn", str(tmp_path / "out.o")],
+                          capture_output=True, text=True, check=True).stdout
+    code = [(int(m[1], 16), m[2].strip()) for ln in dump.splitlines()
+            if (m := re.match(r"\s+([0-9a-f]+):\s+(.*)$", ln))]
+    # the loop around the first such instruction: from the target of the first backward branch
+    # after it to that branch
+    first = next(i for i, (_, text) in enumerate(code) if text.startswith(insn))
+    for end in range(first, len(code)):
+        jump = re.match(r"j\w+\s+(?:0x)?([0-9a-f]+)", code[end][1])
+        if jump and int(jump[1], 16) <= code[first][0]:
+            break
+    start = next(i for i, (addr, _) in enumerate(code) if addr == int(jump[1], 16))
+    body = [text for _, text in code[start:end + 1]]
+    dots = sum(1 for ln in body if ln.startswith(insn))
+    assert dots and dots % 24 == 0, "\n".join(body)
+    assert sum(1 for ln in body if re.match(r"vp?broadcast(d|ss)", ln)) * 2 == dots, "\n".join(body)
+    assert not any("(%rsp)" in ln or "(%rbp)" in ln for ln in body), "\n".join(body)
