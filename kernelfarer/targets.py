@@ -264,6 +264,13 @@ _NEON = {
     ),
 }
 
+# Arm's dot-product extension (sdot): int8 x int8 -> int32, four k per 32-bit lane, 8x12 like the
+# float kernel (24 accumulators + 2 A + 3 B registers).
+_NEON_DOTPROD = {
+    DType.I8I32: KernelShape(mr=8, nr=12, lanes=4, kr=4, own_packing=True,
+                             template="kernels/neon_dotprod.c.j2", isa=dict(raw="unsigned char")),
+}
+
 # POWER10 Matrix-Multiply Assist: 8 accumulators (each 4 VSX registers) as a 2 x 4 grid of outer
 # products per k step.  f32: xvf32gerpp, 4x4 per accumulator (A vector x B vector) -> 8x16;
 # f64: xvf64gerpp, 4x2 per accumulator (A vector pair x B vector) -> 8x8.  A operand loads spell
@@ -404,6 +411,21 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
             arch="aarch64",
             compile_flags=("--target=aarch64-linux-gnu", "-march=armv8.2-a"),
             emulator=("qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"),
+            caches=_ARM_CACHES,
+        ),
+        Target(
+            name="neon-dotprod",
+            description="AArch64 with the dot-product extension (sdot): int8 GEMMs (other types: "
+                        "neon)",
+            cpu_features=("asimddp",),
+            attribute="dotprod",
+            headers=("arm_neon.h", "sys/auxv.h"),
+            kernels=_NEON_DOTPROD,
+            priority=11,
+            arch="aarch64",
+            cpu_check="((getauxval(AT_HWCAP) & (1UL << 20)) != 0)",    # HWCAP_ASIMDDP
+            compile_flags=("--target=aarch64-linux-gnu", "-march=armv8.2-a"),
+            emulator=("qemu-aarch64", "-cpu", "max", "-L", "/usr/aarch64-linux-gnu"),
             caches=_ARM_CACHES,
         ),
         Target(
