@@ -294,6 +294,19 @@ _MMA = {
     ),
 }
 
+# ... and its rank-4 int8 updates on group-packed panels (kernels/power10_mma_groups.c.j2):
+# xvi8ger4pp, 4x4 int32 per accumulator, 8x16.  (The template renders xvbf16ger2pp's bf16 kernel
+# too, but clang 19 has no __bf16 on POWER: no user's bf16 GEMM compiles there.)
+_MMA_GROUPS = {
+    DType.I8I32: KernelShape(
+        mr=8, nr=16, lanes=4, a_width=4, outer_product=True, kr=4, own_packing=True,
+        template="kernels/power10_mma_groups.c.j2",
+        isa=dict(raw="unsigned char", b_flip="0x80808080", vec="__vector signed int",
+                 ger="__builtin_mma_xvi8ger4pp", load="vec_xl", store="vec_xst",
+                 mul="vec_mul", splats="vec_splats"),    # madd: the kernel's own (int)
+    ),
+}
+
 # POWER9 VSX (64 x 128-bit registers): one load-and-splat of each packed A element, vec_madd with
 # the B row.  8x16 f32 and 8x8 f64: 32 accumulators + 4 B vectors + splats.
 _VSX = {
@@ -436,7 +449,7 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
             # inlines only into functions with a superset of their features)
             attribute="arch=pwr10,htm",
             headers=("altivec.h",),
-            kernels=_MMA,
+            kernels={**_MMA, **_MMA_GROUPS},
             priority=20,
             arch="ppc64le",
             cpu_check=_hwcap_check("arch_3_1", "mma"),

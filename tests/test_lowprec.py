@@ -53,6 +53,22 @@ void gemm(int m, int n, int k, const __bf16 *a, int lda, const __bf16 *b, float 
 TYPES = {"int8": ("int8_t", "int32_t", "(int8_t)(rand() % 256 - 128)"),
          "bf16": ("__bf16", "float", "small_bf16(rand() % 9 - 4)")}
 
+# bf16 operands: a small integer's float bits, cut to 16 (exact); no float -> bf16 conversion,
+# which needs a runtime function Debian's libgcc lacks
+SMALL_BF16 = r"""
+static __bf16 small_bf16(int v)   /* exact: a small integer's float bits */
+{
+    float f = (float)v;
+    unsigned u;
+    unsigned short h;
+    __bf16 r;
+    memcpy(&u, &f, 4);
+    h = (unsigned short)(u >> 16);
+    memcpy(&r, &h, 2);
+    return r;
+}
+"""
+
 # m, n, k: 0, 1, primes, one below / at / above the 12 x 32 (8 x 12) tile, the tiny blocks (mc 24,
 # kc 8, nc 64; 16, 8, 48) and k groups of 4 (int8) and 2 (bf16).
 SIZES = [(0, 5, 3), (1, 1, 1), (2, 3, 5), (7, 11, 5), (8, 12, 4), (9, 13, 6), (11, 31, 3),
@@ -69,18 +85,7 @@ typedef {C} result;
 void gemm(int m, int n, int k, const elem *a, int lda, const elem *b, result *c, int ldc);
 void reference(int m, int n, int k, const elem *a, int lda, const elem *b, result *c, int ldc);
 extern long kernelfarer_fast_path_calls;
-static __attribute__((unused)) __bf16 small_bf16(int v)   /* exact: a small integer's float bits */
-{{
-    float f = (float)v;
-    unsigned u;
-    unsigned short h;
-    __bf16 r;
-    memcpy(&u, &f, 4);
-    h = (unsigned short)(u >> 16);
-    memcpy(&r, &h, 2);
-    return r;
-}}
-int main(void)
+{helper}int main(void)
 {{
     static const int sizes[][3] = {{ {sizes} }};
     int s, bad = 0, calls = 0;
@@ -110,9 +115,11 @@ int main(void)
 
 
 def build_and_run(tmp: Path, kind: str, target: str, blocking: dict, env: dict | None = None,
-                  cross: tuple[str, ...] = (), fast: bool = True) -> str:
-    """Rewrite, build (for the target's machine when `cross` names its emulator command) and run;
-    `fast`: every call with m, n, k > 0 must have taken the fast path."""
+                  cross: tuple[str, ...] = (), fast: bool = True,
+                  flags: tuple[str, ...] | None = None) -> str:
+    """Rewrite, build (for the target's machine when `cross` names its emulator command: with
+    the target's flags, or `flags`) and run; `fast`: every call with m, n, k > 0 must have taken
+    the fast path."""
     src = tmp / "loop.c"
     src.write_text(LOOPS[kind])
     result = rewrite_file(str(src), RewriteOptions(target=target, blocking=blocking))
@@ -121,9 +128,13 @@ def build_and_run(tmp: Path, kind: str, target: str, blocking: dict, env: dict |
     (tmp / "reference.c").write_text(LOOPS[kind].replace("void gemm(", "void reference("))
     a, c, fill = TYPES[kind]
     sizes = ", ".join(f"{{{m}, {n}, {k}}}" for m, n, k in SIZES)
-    (tmp / "main.c").write_text(HARNESS.format(A=a, C=c, fill=fill, sizes=sizes))
+    (tmp / "main.c").write_text(HARNESS.format(A=a, C=c, fill=fill, sizes=sizes,
+                                               helper=SMALL_BF16 if kind == "bf16" else ""))
     exe = tmp / "run"
-    flags = [*targets.TARGETS[target].compile_flags, "-fuse-ld=lld"] if cross else []
+    if cross:
+        flags = [*(flags or targets.TARGETS[target].compile_flags), "-fuse-ld=lld"]
+    else:
+        flags = []
     subprocess.run([CLANG, "-O2", *flags, *TRACE_FLAGS, f"-DFAST={int(fast)}", "-o", str(exe),
                     str(tmp / "main.c"), str(tmp / "rewritten.c"), str(tmp / "reference.c")],
                    check=True)
@@ -179,73 +190,89 @@ def test_a_product_of_two_bf16_is_not_taken_for_an_exact_one(tmp_path) -> None:
 def test_dot_product_k_loops(tmp_path, kind, insn) -> None:
     """The kernel's k loop: 24 dot-product instructions per group (12 rows x 2 vectors; a
     multiple when unrolled), one broadcast of A per row, two loads of B, nothing on the stack."""
-    src = tmp_path / "loop.c"
-    src.write_text(LOOPS[kind])
-    result = rewrite_file(str(src), RewriteOptions(target=NATIVE[kind], verify=False))
-    (tmp_path / "out.c").write_text(result.text)
-    subprocess.run([CLANG, "-O3", "-c", str(tmp_path / "out.c"), "-o", str(tmp_path / "out.o")],
-                   check=True)
-    dump = subprocess.run([OBJDUMP, "-d", "--no-show-raw-insn", str(tmp_path / "out.o")],
-                          capture_output=True, text=True, check=True).stdout
-    code = [(int(m[1], 16), m[2].strip()) for ln in dump.splitlines()
-            if (m := re.match(r"\s+([0-9a-f]+):\s+(.*)$", ln))]
-    # the loop around the first such instruction: from the target of the first backward branch
-    # after it to that branch
-    first = next(i for i, (_, text) in enumerate(code) if text.startswith(insn))
-    for end in range(first, len(code)):
-        jump = re.match(r"j\w+\s+(?:0x)?([0-9a-f]+)", code[end][1])
-        if jump and int(jump[1], 16) <= code[first][0]:
-            break
-    start = next(i for i, (addr, _) in enumerate(code) if addr == int(jump[1], 16))
-    body = [text for _, text in code[start:end + 1]]
+    body = k_loop(tmp_path, kind, NATIVE[kind], insn, r"j\w+\s+(?:0x)?([0-9a-f]+)")
     dots = sum(1 for ln in body if ln.startswith(insn))
     assert dots and dots % 24 == 0, "\n".join(body)
     assert sum(1 for ln in body if re.match(r"vp?broadcast(d|ss)", ln)) * 2 == dots, "\n".join(body)
     assert not any("(%rsp)" in ln or "(%rbp)" in ln for ln in body), "\n".join(body)
 
 
-def test_arm_sdot_kernel_equals_the_loop_under_qemu(tmp_path) -> None:
-    """neon-dotprod's int8 kernel (sdot), built for AArch64, run under qemu-aarch64: `-cpu max` has
-    the dot-product extension (every call takes the kernel), a Cortex-A53 has not (the run-time
-    check sends every call to the original loops: no illegal instruction, the same results)."""
-    target = targets.TARGETS["neon-dotprod"]
+# Cross targets' int8 kernels: (target, blocks a multiple of its tile and kr, the CPU without the
+# instructions, the flags of a program for that CPU).
+CROSS_INT8 = {
+    "neon-dotprod": ({"mc": 16, "kc": 8, "nc": 48}, "cortex-a53", None),
+    "power10-mma": ({"mc": 16, "kc": 8, "nc": 48}, "power9",
+                    ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CROSS_INT8))
+def test_cross_int8_kernel_equals_the_loop_under_qemu(tmp_path, name) -> None:
+    """The int8 kernels of the Arm dot-product extension (sdot: signed x signed) and of POWER10
+    MMA (xvi8ger4pp: signed x unsigned, B offset and corrected by A's row sums), built for their
+    machine and run under qemu: on a CPU with the instructions every call takes the kernel and
+    equals the loop bit for bit; on one without (Cortex-A53; POWER9, with the program built for
+    it) the run-time check sends every call to the original loops, no illegal instruction."""
+    target = targets.TARGETS[name]
     if not shutil.which(target.emulator[0]):
         pytest.skip(f"no {target.emulator[0]} (apt-get install qemu-user)")
     sysroot = Path(target.emulator[target.emulator.index("-L") + 1])
     if not (sysroot / "include").is_dir():
         pytest.skip(f"no cross C library in {sysroot}")
-    tiny = {"mc": 16, "kc": 8, "nc": 48}            # multiples of the 8 x 12 tile and kr
+    tiny, old_cpu, old_flags = CROSS_INT8[name]
     for blocking in (tiny, {}):
-        out = build_and_run(tmp_path, "int8", "neon-dotprod", blocking, cross=target.emulator)
+        out = build_and_run(tmp_path, "int8", name, blocking, cross=target.emulator)
         assert out.startswith("fast="), out
-    a53 = [target.emulator[0], "-cpu", "cortex-a53", *target.emulator[3:]]
-    out = build_and_run(tmp_path, "int8", "neon-dotprod", tiny, cross=tuple(a53), fast=False)
+    old = [target.emulator[0], "-cpu", old_cpu, *target.emulator[3:]]
+    out = build_and_run(tmp_path, "int8", name, tiny, cross=tuple(old), fast=False,
+                        flags=old_flags)
     assert out.startswith("fast=0 of"), out
 
 
 @pytest.mark.skipif(not OBJDUMP, reason="no llvm-objdump")
 def test_arm_sdot_k_loop(tmp_path) -> None:
     """The sdot kernel's k loop: 24 by-lane sdot per group of four k (8 rows x 3 quads of
-    columns), five loads, nothing on the stack (sp)."""
-    target = targets.TARGETS["neon-dotprod"]
-    src = tmp_path / "loop.c"
-    src.write_text(LOOPS["int8"])
-    result = rewrite_file(str(src), RewriteOptions(target="neon-dotprod", verify=False))
-    (tmp_path / "out.c").write_text(result.text)
-    subprocess.run([CLANG, "-O3", *target.compile_flags, "-c", str(tmp_path / "out.c"), "-o",
-                    str(tmp_path / "out.o")], check=True)
-    dump = subprocess.run([OBJDUMP, "-d", "--no-show-raw-insn", str(tmp_path / "out.o")],
-                          capture_output=True, text=True, check=True).stdout
-    code = [(int(m[1], 16), m[2].strip()) for ln in dump.splitlines()
-            if (m := re.match(r"\s+([0-9a-f]+):\s+(.*)$", ln))]
-    first = next(i for i, (_, text) in enumerate(code) if text.startswith("sdot"))
-    for end in range(first, len(code)):
-        jump = re.match(r"b\.\w+\s+(?:0x)?([0-9a-f]+)|cbn?z\s+\w+, (?:0x)?([0-9a-f]+)", code[end][1])
-        if jump and int(jump[1] or jump[2], 16) <= code[first][0]:
-            break
-    target_addr = int(jump[1] or jump[2], 16)
-    start = next(i for i, (addr, _) in enumerate(code) if addr == target_addr)
-    body = [text for _, text in code[start:end + 1]]
+    columns), nothing on the stack (sp)."""
+    body = k_loop(tmp_path, "int8", "neon-dotprod", "sdot",
+                  r"b\.\w+\s+(?:0x)?([0-9a-f]+)|cbn?z\s+\w+, (?:0x)?([0-9a-f]+)")
     dots = sum(1 for ln in body if ln.startswith("sdot"))
     assert dots and dots % 24 == 0, "\n".join(body)
     assert not any("[sp" in ln for ln in body), "\n".join(body)
+
+
+@pytest.mark.skipif(not OBJDUMP, reason="no llvm-objdump")
+def test_power10_int8_k_loop(tmp_path) -> None:
+    """The MMA int8 kernel's k loop: 8 xvi8ger4pp per group of four k (2 A registers x 4 B
+    vectors), 2 vsum4sbs (A's row sums), no accumulator moves (xxmtacc / xxmfacc), nothing on
+    the stack (r1)."""
+    body = k_loop(tmp_path, "int8", "power10-mma", "xvi8ger4pp",
+                  r"b\w*\s+(?:\d+, )?(?:0x)?([0-9a-f]+)")
+    gers = sum(1 for ln in body if ln.startswith("xvi8ger4pp"))
+    assert gers and gers % 8 == 0, "\n".join(body)
+    assert sum(1 for ln in body if ln.startswith("vsum4sbs")) * 4 == gers, "\n".join(body)
+    assert not any(ln.startswith(("xxmtacc", "xxmfacc")) or "(1)" in ln for ln in body), \
+        "\n".join(body)
+
+
+def k_loop(tmp: Path, kind: str, target: str, insn: str, branch: str) -> list[str]:
+    """The instructions of the loop around the first `insn` of the kernel rewritten for `target`
+    (clang -O3, the target's flags): from the target of the first backward branch after it (whose
+    address `branch`, a regex, captures in a group) to that branch."""
+    src = tmp / "loop.c"
+    src.write_text(LOOPS[kind])
+    result = rewrite_file(str(src), RewriteOptions(target=target, verify=False))
+    (tmp / "out.c").write_text(result.text)
+    subprocess.run([CLANG, "-O3", *targets.TARGETS[target].compile_flags, "-c",
+                    str(tmp / "out.c"), "-o", str(tmp / "out.o")], check=True)
+    dump = subprocess.run([OBJDUMP, "-d", "--no-show-raw-insn", str(tmp / "out.o")],
+                          capture_output=True, text=True, check=True).stdout
+    code = [(int(m[1], 16), m[2].strip()) for ln in dump.splitlines()
+            if (m := re.match(r"\s+([0-9a-f]+):\s+(.*)$", ln))]
+    first = next(i for i, (_, text) in enumerate(code) if text.startswith(insn))
+    for end in range(first, len(code)):
+        jump = re.match(branch, code[end][1])
+        if jump and int(next(g for g in jump.groups() if g), 16) <= code[first][0]:
+            back = int(next(g for g in jump.groups() if g), 16)
+            start = next(i for i, (addr, _) in enumerate(code) if addr == back)
+            return [text for _, text in code[start:end + 1]]
+    raise AssertionError(f"no loop around {insn}")
