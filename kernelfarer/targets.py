@@ -267,8 +267,21 @@ _NEON = {
 # Arm's dot-product extension (sdot): int8 x int8 -> int32, four k per 32-bit lane, 8x12 like the
 # float kernel (24 accumulators + 2 A + 3 B registers).
 _NEON_DOTPROD = {
-    DType.I8I32: KernelShape(mr=8, nr=12, lanes=4, kr=4, own_packing=True,
-                             template="kernels/neon_dotprod.c.j2", isa=dict(raw="unsigned char")),
+    DType.I8I32: KernelShape(
+        mr=8, nr=12, lanes=4, kr=4, own_packing=True, template="kernels/neon_dotprod.c.j2",
+        isa=dict(raw="unsigned char", dot_name="sdot", dot="vdotq_laneq_s32", vec="int32x4_t",
+                 dup="vdupq_n_s32", in_vec="int8x16_t", in_load="vld1q_s8", load="vld1q_s32",
+                 store="vst1q_s32", mul_n="vmulq_n_s32", mla_n="vmlaq_n_s32")),
+}
+
+# FEAT_BF16's bfdot: bf16 x bf16 -> float, two k per 32-bit lane, the same 8x12 shape.
+_NEON_BF16 = {
+    DType.BF16F32: KernelShape(
+        mr=8, nr=12, lanes=4, kr=2, own_packing=True, template="kernels/neon_dotprod.c.j2",
+        isa=dict(raw="unsigned short", dot_name="bfdot", dot="vbfdotq_laneq_f32",
+                 vec="float32x4_t", dup="vdupq_n_f32", in_vec="bfloat16x8_t",
+                 in_load="vld1q_bf16", load="vld1q_f32", store="vst1q_f32", mul_n="vmulq_n_f32",
+                 mla_n="vmlaq_n_f32")),
 }
 
 # POWER10 Matrix-Multiply Assist: 8 accumulators (each 4 VSX registers) as a 2 x 4 grid of outer
@@ -437,6 +450,21 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
             priority=11,
             arch="aarch64",
             cpu_check="((getauxval(AT_HWCAP) & (1UL << 20)) != 0)",    # HWCAP_ASIMDDP
+            compile_flags=("--target=aarch64-linux-gnu", "-march=armv8.2-a"),
+            emulator=("qemu-aarch64", "-cpu", "max", "-L", "/usr/aarch64-linux-gnu"),
+            caches=_ARM_CACHES,
+        ),
+        Target(
+            name="neon-bf16",
+            description="AArch64 with bf16 instructions (FEAT_BF16, bfdot): bf16 GEMMs summed "
+                        "in float (other types: neon)",
+            cpu_features=("bf16",),
+            attribute="bf16",
+            headers=("arm_neon.h", "sys/auxv.h"),
+            kernels=_NEON_BF16,
+            priority=11,
+            arch="aarch64",
+            cpu_check="((getauxval(AT_HWCAP2) & (1UL << 14)) != 0)",   # HWCAP2_BF16
             compile_flags=("--target=aarch64-linux-gnu", "-march=armv8.2-a"),
             emulator=("qemu-aarch64", "-cpu", "max", "-L", "/usr/aarch64-linux-gnu"),
             caches=_ARM_CACHES,

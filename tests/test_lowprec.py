@@ -197,45 +197,49 @@ def test_dot_product_k_loops(tmp_path, kind, insn) -> None:
     assert not any("(%rsp)" in ln or "(%rbp)" in ln for ln in body), "\n".join(body)
 
 
-# Cross targets' int8 kernels: (target, blocks a multiple of its tile and kr, the CPU without the
-# instructions, the flags of a program for that CPU).
-CROSS_INT8 = {
-    "neon-dotprod": ({"mc": 16, "kc": 8, "nc": 48}, "cortex-a53", None),
-    "power10-mma": ({"mc": 16, "kc": 8, "nc": 48}, "power9",
+# Cross targets' int8 and bf16 kernels: (type, blocks a multiple of its tile and kr, a CPU without
+# the instructions, the flags of a program for that CPU (None: the target's)).
+CROSS_LOWPREC = {
+    "neon-dotprod": ("int8", {"mc": 16, "kc": 8, "nc": 48}, "cortex-a53", None),
+    "neon-bf16": ("bf16", {"mc": 16, "kc": 8, "nc": 48}, "cortex-a76", None),
+    "power10-mma": ("int8", {"mc": 16, "kc": 8, "nc": 48}, "power9",
                     ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
 }
 
 
-@pytest.mark.parametrize("name", sorted(CROSS_INT8))
-def test_cross_int8_kernel_equals_the_loop_under_qemu(tmp_path, name) -> None:
+@pytest.mark.parametrize("name", sorted(CROSS_LOWPREC))
+def test_cross_kernel_equals_the_loop_under_qemu(tmp_path, name) -> None:
     """The int8 kernels of the Arm dot-product extension (sdot: signed x signed) and of POWER10
-    MMA (xvi8ger4pp: signed x unsigned, B offset and corrected by A's row sums), built for their
-    machine and run under qemu: on a CPU with the instructions every call takes the kernel and
-    equals the loop bit for bit; on one without (Cortex-A53; POWER9, with the program built for
-    it) the run-time check sends every call to the original loops, no illegal instruction."""
+    MMA (xvi8ger4pp: signed x unsigned, B offset and corrected by A's row sums), and Arm's bf16
+    kernel (bfdot), built for their machine and run under qemu: on a CPU with the instructions
+    every call takes the kernel and equals the loop bit for bit; on one without (Cortex-A53 has no
+    dot product, Cortex-A76 no bf16; POWER9, with the program built for it) the run-time check
+    sends every call to the original loops, no illegal instruction."""
     target = targets.TARGETS[name]
     if not shutil.which(target.emulator[0]):
         pytest.skip(f"no {target.emulator[0]} (apt-get install qemu-user)")
     sysroot = Path(target.emulator[target.emulator.index("-L") + 1])
     if not (sysroot / "include").is_dir():
         pytest.skip(f"no cross C library in {sysroot}")
-    tiny, old_cpu, old_flags = CROSS_INT8[name]
+    kind, tiny, old_cpu, old_flags = CROSS_LOWPREC[name]
     for blocking in (tiny, {}):
-        out = build_and_run(tmp_path, "int8", name, blocking, cross=target.emulator)
+        out = build_and_run(tmp_path, kind, name, blocking, cross=target.emulator)
         assert out.startswith("fast="), out
     old = [target.emulator[0], "-cpu", old_cpu, *target.emulator[3:]]
-    out = build_and_run(tmp_path, "int8", name, tiny, cross=tuple(old), fast=False,
+    out = build_and_run(tmp_path, kind, name, tiny, cross=tuple(old), fast=False,
                         flags=old_flags)
     assert out.startswith("fast=0 of"), out
 
 
 @pytest.mark.skipif(not OBJDUMP, reason="no llvm-objdump")
-def test_arm_sdot_k_loop(tmp_path) -> None:
-    """The sdot kernel's k loop: 24 by-lane sdot per group of four k (8 rows x 3 quads of
-    columns), nothing on the stack (sp)."""
-    body = k_loop(tmp_path, "int8", "neon-dotprod", "sdot",
+@pytest.mark.parametrize("kind, name, insn", [("int8", "neon-dotprod", "sdot"),
+                                             ("bf16", "neon-bf16", "bfdot")])
+def test_arm_dot_k_loop(tmp_path, kind, name, insn) -> None:
+    """The sdot and bfdot kernels' k loops: 24 by-lane dot products per group (8 rows x 3 quads
+    of columns), nothing on the stack (sp)."""
+    body = k_loop(tmp_path, kind, name, insn,
                   r"b\.\w+\s+(?:0x)?([0-9a-f]+)|cbn?z\s+\w+, (?:0x)?([0-9a-f]+)")
-    dots = sum(1 for ln in body if ln.startswith("sdot"))
+    dots = sum(1 for ln in body if ln.startswith(insn))
     assert dots and dots % 24 == 0, "\n".join(body)
     assert not any("[sp" in ln for ln in body), "\n".join(body)
 
