@@ -274,6 +274,15 @@ _NEON_DOTPROD = {
                  store="vst1q_s32", mul_n="vmulq_n_s32", mla_n="vmlaq_n_s32")),
 }
 
+# FEAT_I8MM's smmla: 2x8 by 8x2 int8 blocks into 2x2 int32, eight k per 64-bit unit; 8x8 (16
+# accumulators, 4 A and 4 B registers).
+_NEON_I8MM = {
+    DType.I8I32: KernelShape(
+        mr=8, nr=8, lanes=4, kr=8, own_packing=True, template="kernels/neon_i8mm.c.j2",
+        isa=dict(raw="unsigned char", unit_bits="64", vec="int32x4_t", load="vld1q_s32",
+                 store="vst1q_s32", mul_n="vmulq_n_s32", mla_n="vmlaq_n_s32")),
+}
+
 # FEAT_BF16's bfdot: bf16 x bf16 -> float, two k per 32-bit lane, the same 8x12 shape.
 _NEON_BF16 = {
     DType.BF16F32: KernelShape(
@@ -450,6 +459,21 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
             priority=11,
             arch="aarch64",
             cpu_check="((getauxval(AT_HWCAP) & (1UL << 20)) != 0)",    # HWCAP_ASIMDDP
+            compile_flags=("--target=aarch64-linux-gnu", "-march=armv8.2-a"),
+            emulator=("qemu-aarch64", "-cpu", "max", "-L", "/usr/aarch64-linux-gnu"),
+            caches=_ARM_CACHES,
+        ),
+        Target(
+            name="neon-i8mm",
+            description="AArch64 with the int8 matrix multiply (FEAT_I8MM, smmla): int8 GEMMs "
+                        "(other types: neon)",
+            cpu_features=("i8mm",),
+            attribute="i8mm",
+            headers=("arm_neon.h", "sys/auxv.h"),
+            kernels=_NEON_I8MM,
+            priority=12,
+            arch="aarch64",
+            cpu_check="((getauxval(AT_HWCAP2) & (1UL << 13)) != 0)",   # HWCAP2_I8MM
             compile_flags=("--target=aarch64-linux-gnu", "-march=armv8.2-a"),
             emulator=("qemu-aarch64", "-cpu", "max", "-L", "/usr/aarch64-linux-gnu"),
             caches=_ARM_CACHES,

@@ -202,6 +202,7 @@ def test_dot_product_k_loops(tmp_path, kind, insn) -> None:
 CROSS_LOWPREC = {
     "neon-dotprod": ("int8", {"mc": 16, "kc": 8, "nc": 48}, "cortex-a53", None),
     "neon-bf16": ("bf16", {"mc": 16, "kc": 8, "nc": 48}, "cortex-a76", None),
+    "neon-i8mm": ("int8", {"mc": 16, "kc": 16, "nc": 16}, "cortex-a76", None),
     "power10-mma": ("int8", {"mc": 16, "kc": 8, "nc": 48}, "power9",
                     ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
 }
@@ -232,15 +233,16 @@ def test_cross_kernel_equals_the_loop_under_qemu(tmp_path, name) -> None:
 
 
 @pytest.mark.skipif(not OBJDUMP, reason="no llvm-objdump")
-@pytest.mark.parametrize("kind, name, insn", [("int8", "neon-dotprod", "sdot"),
-                                             ("bf16", "neon-bf16", "bfdot")])
-def test_arm_dot_k_loop(tmp_path, kind, name, insn) -> None:
-    """The sdot and bfdot kernels' k loops: 24 by-lane dot products per group (8 rows x 3 quads
-    of columns), nothing on the stack (sp)."""
+@pytest.mark.parametrize("kind, name, insn, per_group", [
+    ("int8", "neon-dotprod", "sdot", 24), ("bf16", "neon-bf16", "bfdot", 24),
+    ("int8", "neon-i8mm", "smmla", 16)])
+def test_arm_dot_k_loop(tmp_path, kind, name, insn, per_group) -> None:
+    """The Arm kernels' k loops: 24 by-lane sdot / bfdot per group (8 rows x 3 quads of columns),
+    16 smmla (4 row pairs x 4 column pairs), nothing on the stack (sp)."""
     body = k_loop(tmp_path, kind, name, insn,
                   r"b\.\w+\s+(?:0x)?([0-9a-f]+)|cbn?z\s+\w+, (?:0x)?([0-9a-f]+)")
     dots = sum(1 for ln in body if ln.startswith(insn))
-    assert dots and dots % 24 == 0, "\n".join(body)
+    assert dots and dots % per_group == 0, "\n".join(body)
     assert not any("[sp" in ln for ln in body), "\n".join(body)
 
 
