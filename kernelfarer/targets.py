@@ -366,6 +366,21 @@ _GENERIC = {
     DType.BF16F32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
 }
 
+def _arm_feature_target(name: str, description: str, feature: str, hwcap: str, bit: int,
+                        kernels: Mapping[DType, KernelShape], priority: int) -> "Target":
+    """An AArch64 target for an optional extension (`feature`, as /proc/cpuinfo and the function
+    attribute spell it): its kernels carry target("<feature>"), the rest of the file stays
+    ARMv8.2-A, and the call sites check the extension's bit of the auxiliary vector at run time."""
+    cpuinfo = {"dotprod": "asimddp"}.get(feature, feature)
+    return Target(
+        name=name, description=description, cpu_features=(cpuinfo,), attribute=feature,
+        headers=("arm_neon.h", "sys/auxv.h"), kernels=kernels, priority=priority,
+        arch="aarch64", cpu_check=f"((getauxval({hwcap}) & (1UL << {bit})) != 0)",
+        compile_flags=("--target=aarch64-linux-gnu", "-march=armv8.2-a"),
+        emulator=("qemu-aarch64", "-cpu", "max", "-L", "/usr/aarch64-linux-gnu"),
+        caches=_ARM_CACHES)
+
+
 TARGETS: Mapping[str, Target] = MappingProxyType({
     t.name: t for t in (
         Target(
@@ -448,51 +463,15 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
             emulator=("qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"),
             caches=_ARM_CACHES,
         ),
-        Target(
-            name="neon-dotprod",
-            description="AArch64 with the dot-product extension (sdot): int8 GEMMs (other types: "
-                        "neon)",
-            cpu_features=("asimddp",),
-            attribute="dotprod",
-            headers=("arm_neon.h", "sys/auxv.h"),
-            kernels=_NEON_DOTPROD,
-            priority=11,
-            arch="aarch64",
-            cpu_check="((getauxval(AT_HWCAP) & (1UL << 20)) != 0)",    # HWCAP_ASIMDDP
-            compile_flags=("--target=aarch64-linux-gnu", "-march=armv8.2-a"),
-            emulator=("qemu-aarch64", "-cpu", "max", "-L", "/usr/aarch64-linux-gnu"),
-            caches=_ARM_CACHES,
-        ),
-        Target(
-            name="neon-i8mm",
-            description="AArch64 with the int8 matrix multiply (FEAT_I8MM, smmla): int8 GEMMs "
-                        "(other types: neon)",
-            cpu_features=("i8mm",),
-            attribute="i8mm",
-            headers=("arm_neon.h", "sys/auxv.h"),
-            kernels=_NEON_I8MM,
-            priority=12,
-            arch="aarch64",
-            cpu_check="((getauxval(AT_HWCAP2) & (1UL << 13)) != 0)",   # HWCAP2_I8MM
-            compile_flags=("--target=aarch64-linux-gnu", "-march=armv8.2-a"),
-            emulator=("qemu-aarch64", "-cpu", "max", "-L", "/usr/aarch64-linux-gnu"),
-            caches=_ARM_CACHES,
-        ),
-        Target(
-            name="neon-bf16",
-            description="AArch64 with bf16 instructions (FEAT_BF16, bfdot): bf16 GEMMs summed "
-                        "in float (other types: neon)",
-            cpu_features=("bf16",),
-            attribute="bf16",
-            headers=("arm_neon.h", "sys/auxv.h"),
-            kernels=_NEON_BF16,
-            priority=11,
-            arch="aarch64",
-            cpu_check="((getauxval(AT_HWCAP2) & (1UL << 14)) != 0)",   # HWCAP2_BF16
-            compile_flags=("--target=aarch64-linux-gnu", "-march=armv8.2-a"),
-            emulator=("qemu-aarch64", "-cpu", "max", "-L", "/usr/aarch64-linux-gnu"),
-            caches=_ARM_CACHES,
-        ),
+        _arm_feature_target("neon-dotprod", "AArch64 with the dot-product extension (sdot): int8 "
+                            "GEMMs (other types: neon)", "dotprod", "AT_HWCAP", 20,
+                            _NEON_DOTPROD, 11),
+        _arm_feature_target("neon-i8mm", "AArch64 with the int8 matrix multiply (FEAT_I8MM, "
+                            "smmla): int8 GEMMs (other types: neon)", "i8mm", "AT_HWCAP2", 13,
+                            _NEON_I8MM, 12),
+        _arm_feature_target("neon-bf16", "AArch64 with bf16 instructions (FEAT_BF16, bfdot): "
+                            "bf16 GEMMs summed in float (other types: neon)", "bf16",
+                            "AT_HWCAP2", 14, _NEON_BF16, 11),
         Target(
             name="power10-mma",
             description="POWER10 Matrix-Multiply Assist (8 512-bit accumulators, outer products)",
