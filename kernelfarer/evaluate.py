@@ -211,6 +211,7 @@ class Evaluator:
         if self.dtype.is_operand(e.kind, e.bits, e.signed):
             return
         narrow = {(DType.I32, "signed char"): DType.I8I32,    # int8 operands summed in int32
+                  (DType.I32, "short"): DType.I16I32,         # int16 ...
                   (DType.F32, "__bf16"): DType.BF16F32}.get((self.dtype, e.spelling))
         if narrow is not None and self.narrow_dtype in (None, narrow):
             self.narrow.add(acc.array)

@@ -33,6 +33,7 @@ class DType(enum.Enum):
     I64 = ("i64", "long", 8, "long", 8, "int")
     I8I32 = ("i8i32", "int", 4, "signed char", 1, "int")    # int8 operands, int32 sums
     BF16F32 = ("bf16f32", "float", 4, "__bf16", 2, "float")  # bf16 operands, float sums
+    I16I32 = ("i16i32", "int", 4, "short", 2, "int")         # int16 operands, int32 sums
 
     def __init__(self, letter: str, ctype: str, size: int, in_ctype: str, in_size: int,
                  kind: str) -> None:
@@ -209,7 +210,12 @@ _AVX512 = {
 _AVX512_VNNI = {
     DType.I8I32: KernelShape(mr=12, nr=32, lanes=16, kr=4, b_extra=4, own_packing=True,
                              template="kernels/x86_vnni.c.j2",
-                             isa=dict(raw="unsigned char", a_flip="0x80808080")),
+                             isa=dict(raw="unsigned char", a_flip="0x80808080",
+                                      dot="_mm512_dpbusd_epi32")),
+    # vpdpwssd: pairs of int16, signed by signed (no offset, no correction)
+    DType.I16I32: KernelShape(mr=12, nr=32, lanes=16, kr=2, own_packing=True,
+                              template="kernels/x86_vnni.c.j2",
+                              isa=dict(raw="unsigned short", dot="_mm512_dpwssd_epi32")),
 }
 
 # AVX512-BF16: bf16 x bf16 -> float with vdpbf16ps (32 multiply-adds per instruction: pairs of k
@@ -234,6 +240,7 @@ _AVX2 = {
     # int8 and bf16: the portable kernel, vectorized for AVX2 (CPUs without VNNI or AVX512-BF16)
     DType.I8I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
     DType.BF16F32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
+    DType.I16I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
     DType.F64: KernelShape(
         mr=6, nr=8, lanes=4, template="kernels/x86_avx2.c.j2",
         isa=dict(vec="__m256d", load="_mm256_loadu_pd", store="_mm256_storeu_pd",
@@ -320,6 +327,12 @@ _MMA = {
 # xvi8ger4pp, 4x4 int32 per accumulator, 8x16.  (The template renders xvbf16ger2pp's bf16 kernel
 # too, but clang 19 has no __bf16 on POWER: no user's bf16 GEMM compiles there.)
 _MMA_GROUPS = {
+    DType.I16I32: KernelShape(
+        mr=8, nr=16, lanes=4, a_width=4, outer_product=True, kr=2, own_packing=True,
+        template="kernels/power10_mma_groups.c.j2",
+        isa=dict(raw="unsigned short", vec="__vector signed int", ger="__builtin_mma_xvi16ger2pp",
+                 load="vec_xl", store="vec_xst", mul="vec_mul", splats="vec_splats"),
+    ),
     DType.I8I32: KernelShape(
         mr=8, nr=16, lanes=4, a_width=4, outer_product=True, kr=4, own_packing=True,
         template="kernels/power10_mma_groups.c.j2",
@@ -364,6 +377,7 @@ _GENERIC = {
     DType.I64: KernelShape(mr=4, nr=4, template="kernels/generic.c.j2", direct=True),
     DType.I8I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
     DType.BF16F32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
+    DType.I16I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
 }
 
 def _arm_feature_target(name: str, description: str, feature: str, hwcap: str, bit: int,

@@ -1,4 +1,4 @@
-"""int8 -> int32 and bf16 -> float GEMMs, end to end: the user's loop rewritten for each target
+"""int8 -> int32, int16 -> int32 and bf16 -> float GEMMs, end to end: the user's loop rewritten for each target
 that has a kernel for them (AVX512-VNNI, AVX512-BF16, x86-auto's run-time choice and its AVX2
 fallback, the portable kernel), with default and tiny cache blocks, compiled and run against the
 same loop unrewritten, bit for bit, on odd sizes around every tile and block edge.  int8 operands
@@ -36,6 +36,18 @@ void gemm(int m, int n, int k, const int8_t *a, int lda, const int8_t *b, int32_
         }
 }
 """,
+    "int16": """
+void gemm(int m, int n, int k, const short *a, int lda, const short *b, int *c, int ldc)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            int acc = 0;
+            for (int p = 0; p < k; p++)
+                acc += a[i * lda + p] * b[p * n + j];
+            c[i * ldc + j] = acc;
+        }
+}
+""",
     "bf16": """
 void gemm(int m, int n, int k, const __bf16 *a, int lda, const __bf16 *b, float *c, int ldc)
 {
@@ -50,7 +62,10 @@ void gemm(int m, int n, int k, const __bf16 *a, int lda, const __bf16 *b, float 
 """,
 }
 
+# int16: up to 4000 in magnitude, so that no sum of k <= 130 products overflows int32 (the loop's
+# overflow is undefined; the kernels wrap)
 TYPES = {"int8": ("int8_t", "int32_t", "(int8_t)(rand() % 256 - 128)"),
+         "int16": ("short", "int", "(short)(rand() % 8001 - 4000)"),
          "bf16": ("__bf16", "float", "small_bf16(rand() % 9 - 4)")}
 
 # bf16 operands: a small integer's float bits, cut to 16 (exact); no float -> bf16 conversion,
@@ -144,7 +159,7 @@ def build_and_run(tmp: Path, kind: str, target: str, blocking: dict, env: dict |
     return done.stdout
 
 
-NATIVE = {"int8": "x86-avx512-vnni", "bf16": "x86-avx512-bf16"}
+NATIVE = {"int8": "x86-avx512-vnni", "int16": "x86-avx512-vnni", "bf16": "x86-avx512-bf16"}
 TINY = {"mc": 24, "kc": 8, "nc": 64}
 
 
@@ -186,7 +201,8 @@ def test_a_product_of_two_bf16_is_not_taken_for_an_exact_one(tmp_path) -> None:
 
 
 @pytest.mark.skipif(not OBJDUMP, reason="no llvm-objdump")
-@pytest.mark.parametrize("kind, insn", [("int8", "vpdpbusd"), ("bf16", "vdpbf16ps")])
+@pytest.mark.parametrize("kind, insn", [("int8", "vpdpbusd"), ("int16", "vpdpwssd"),
+                                        ("bf16", "vdpbf16ps")])
 def test_dot_product_k_loops(tmp_path, kind, insn) -> None:
     """The kernel's k loop: 24 dot-product instructions per group (12 rows x 2 vectors; a
     multiple when unrolled), one broadcast of A per row, two loads of B, nothing on the stack."""
@@ -205,6 +221,8 @@ CROSS_LOWPREC = {
     "neon-i8mm": ("int8", {"mc": 16, "kc": 16, "nc": 16}, "cortex-a76", None),
     "power10-mma": ("int8", {"mc": 16, "kc": 8, "nc": 48}, "power9",
                     ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
+    "power10-mma-int16": ("int16", {"mc": 16, "kc": 8, "nc": 48}, "power9",
+                          ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
 }
 
 
@@ -216,13 +234,14 @@ def test_cross_kernel_equals_the_loop_under_qemu(tmp_path, name) -> None:
     every call takes the kernel and equals the loop bit for bit; on one without (Cortex-A53 has no
     dot product, Cortex-A76 no bf16; POWER9, with the program built for it) the run-time check
     sends every call to the original loops, no illegal instruction."""
+    kind, tiny, old_cpu, old_flags = CROSS_LOWPREC[name]
+    name = name.removesuffix("-int16")
     target = targets.TARGETS[name]
     if not shutil.which(target.emulator[0]):
         pytest.skip(f"no {target.emulator[0]} (apt-get install qemu-user)")
     sysroot = Path(target.emulator[target.emulator.index("-L") + 1])
     if not (sysroot / "include").is_dir():
         pytest.skip(f"no cross C library in {sysroot}")
-    kind, tiny, old_cpu, old_flags = CROSS_LOWPREC[name]
     for blocking in (tiny, {}):
         out = build_and_run(tmp_path, kind, name, blocking, cross=target.emulator)
         assert out.startswith("fast="), out
