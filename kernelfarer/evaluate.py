@@ -212,7 +212,8 @@ class Evaluator:
             return
         narrow = {(DType.I32, "signed char"): DType.I8I32,    # int8 operands summed in int32
                   (DType.I32, "short"): DType.I16I32,         # int16 ...
-                  (DType.F32, "__bf16"): DType.BF16F32}.get((self.dtype, e.spelling))
+                  (DType.F32, "__bf16"): DType.BF16F32,
+                  (DType.F32, "_Float16"): DType.F16F32}.get((self.dtype, e.spelling))
         if narrow is not None and self.narrow_dtype in (None, narrow):
             self.narrow.add(acc.array)
             self.narrow_dtype = narrow

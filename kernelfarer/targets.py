@@ -34,6 +34,7 @@ class DType(enum.Enum):
     I8I32 = ("i8i32", "int", 4, "signed char", 1, "int")    # int8 operands, int32 sums
     BF16F32 = ("bf16f32", "float", 4, "__bf16", 2, "float")  # bf16 operands, float sums
     I16I32 = ("i16i32", "int", 4, "short", 2, "int")         # int16 operands, int32 sums
+    F16F32 = ("f16f32", "float", 4, "_Float16", 2, "float")  # fp16 operands, float sums
 
     def __init__(self, letter: str, ctype: str, size: int, in_ctype: str, in_size: int,
                  kind: str) -> None:
@@ -241,6 +242,7 @@ _AVX2 = {
     DType.I8I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
     DType.BF16F32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
     DType.I16I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
+    DType.F16F32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
     DType.F64: KernelShape(
         mr=6, nr=8, lanes=4, template="kernels/x86_avx2.c.j2",
         isa=dict(vec="__m256d", load="_mm256_loadu_pd", store="_mm256_storeu_pd",
@@ -288,6 +290,16 @@ _NEON_I8MM = {
         mr=8, nr=8, lanes=4, kr=8, own_packing=True, template="kernels/neon_i8mm.c.j2",
         isa=dict(raw="unsigned char", unit_bits="64", vec="int32x4_t", load="vld1q_s32",
                  store="vst1q_s32", mul_n="vmulq_n_s32", mla_n="vmlaq_n_s32")),
+}
+
+# FEAT_FHM's fmlal / fmlal2: fp16 x fp16 widened into float accumulators (exact products, fused
+# sums), by lane like the float kernel; the shared packing (pack.c.j2) of fp16 elements; 8x8: 16
+# accumulators, one A column and one B row of eight fp16 per k step.
+_NEON_FHM = {
+    DType.F16F32: KernelShape(
+        mr=8, nr=8, lanes=4, template="kernels/neon_fhm.c.j2",
+        isa=dict(vec="float32x4_t", load="vld1q_f32", store="vst1q_f32", mul_n="vmulq_n_f32",
+                 mla_n="vmlaq_n_f32")),
 }
 
 # FEAT_BF16's bfdot: bf16 x bf16 -> float, two k per 32-bit lane, the same 8x12 shape.
@@ -378,6 +390,7 @@ _GENERIC = {
     DType.I8I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
     DType.BF16F32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
     DType.I16I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
+    DType.F16F32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
 }
 
 def _arm_feature_target(name: str, description: str, feature: str, hwcap: str, bit: int,
@@ -385,7 +398,7 @@ def _arm_feature_target(name: str, description: str, feature: str, hwcap: str, b
     """An AArch64 target for an optional extension (`feature`, as /proc/cpuinfo and the function
     attribute spell it): its kernels carry target("<feature>"), the rest of the file stays
     ARMv8.2-A, and the call sites check the extension's bit of the auxiliary vector at run time."""
-    cpuinfo = {"dotprod": "asimddp"}.get(feature, feature)
+    cpuinfo = {"dotprod": "asimddp", "fp16fml": "asimdfhm"}.get(feature, feature)
     return Target(
         name=name, description=description, cpu_features=(cpuinfo,), attribute=feature,
         headers=("arm_neon.h", "sys/auxv.h"), kernels=kernels, priority=priority,
@@ -483,6 +496,9 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
         _arm_feature_target("neon-i8mm", "AArch64 with the int8 matrix multiply (FEAT_I8MM, "
                             "smmla): int8 GEMMs (other types: neon)", "i8mm", "AT_HWCAP2", 13,
                             _NEON_I8MM, 12),
+        _arm_feature_target("neon-fhm", "AArch64 with the fp16 multiply-add long (FEAT_FHM, "
+                            "fmlal): fp16 GEMMs summed in float (other types: neon)", "fp16fml",
+                            "AT_HWCAP", 23, _NEON_FHM, 11),
         _arm_feature_target("neon-bf16", "AArch64 with bf16 instructions (FEAT_BF16, bfdot): "
                             "bf16 GEMMs summed in float (other types: neon)", "bf16",
                             "AT_HWCAP2", 14, _NEON_BF16, 11),

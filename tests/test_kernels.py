@@ -662,7 +662,7 @@ def test_support_code_is_warning_free(tmp_path, target, compiler, std, isa) -> N
     from kernelfarer.plan import make_dispatch_plan
     t = targets.TARGETS[target]
     dtypes = [d for d in DType if d in t.kernels] if not t.dispatch else \
-        [*FLOATS, DType.I8I32, DType.I16I32, DType.BF16F32]
+        [*FLOATS, DType.I8I32, DType.I16I32, DType.BF16F32, DType.F16F32]
     if compiler == "gcc" and not _gcc_knows_bf16(cc):
         # gcc 12 has no __bf16 type on x86: no bf16 GEMM of a user's compiles with it either
         dtypes = [d for d in dtypes if d is not DType.BF16F32]

@@ -1,4 +1,4 @@
-"""int8 -> int32, int16 -> int32 and bf16 -> float GEMMs, end to end: the user's loop rewritten for each target
+"""int8 -> int32, int16 -> int32, bf16 and fp16 -> float GEMMs, end to end: the user's loop rewritten for each target
 that has a kernel for them (AVX512-VNNI, AVX512-BF16, x86-auto's run-time choice and its AVX2
 fallback, the portable kernel), with default and tiny cache blocks, compiled and run against the
 same loop unrewritten, bit for bit, on odd sizes around every tile and block edge.  int8 operands
@@ -61,12 +61,14 @@ void gemm(int m, int n, int k, const __bf16 *a, int lda, const __bf16 *b, float 
 }
 """,
 }
+LOOPS["fp16"] = LOOPS["bf16"].replace("__bf16", "_Float16")
 
 # int16: up to 4000 in magnitude, so that no sum of k <= 130 products overflows int32 (the loop's
 # overflow is undefined; the kernels wrap)
 TYPES = {"int8": ("int8_t", "int32_t", "(int8_t)(rand() % 256 - 128)"),
          "int16": ("short", "int", "(short)(rand() % 8001 - 4000)"),
-         "bf16": ("__bf16", "float", "small_bf16(rand() % 9 - 4)")}
+         "bf16": ("__bf16", "float", "small_bf16(rand() % 9 - 4)"),
+         "fp16": ("_Float16", "float", "(_Float16)(rand() % 9 - 4)")}
 
 # bf16 operands: a small integer's float bits, cut to 16 (exact); no float -> bf16 conversion,
 # which needs a runtime function Debian's libgcc lacks
@@ -164,7 +166,7 @@ TINY = {"mc": 24, "kc": 8, "nc": 64}
 
 
 @pytest.mark.parametrize("blocks", ["default", "tiny"])
-@pytest.mark.parametrize("kind", sorted(LOOPS))
+@pytest.mark.parametrize("kind", sorted(NATIVE))
 def test_dot_product_kernel_equals_the_loop(tmp_path, kind, blocks) -> None:
     target = NATIVE[kind]
     if not targets.real_host_runs(targets.TARGETS[target]):
@@ -219,6 +221,7 @@ CROSS_LOWPREC = {
     "neon-dotprod": ("int8", {"mc": 16, "kc": 8, "nc": 48}, "cortex-a53", None),
     "neon-bf16": ("bf16", {"mc": 16, "kc": 8, "nc": 48}, "cortex-a76", None),
     "neon-i8mm": ("int8", {"mc": 16, "kc": 16, "nc": 16}, "cortex-a76", None),
+    "neon-fhm": ("fp16", {"mc": 16, "kc": 8, "nc": 16}, "cortex-a76", None),
     "power10-mma": ("int8", {"mc": 16, "kc": 8, "nc": 48}, "power9",
                     ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
     "power10-mma-int16": ("int16", {"mc": 16, "kc": 8, "nc": 48}, "power9",
@@ -254,10 +257,11 @@ def test_cross_kernel_equals_the_loop_under_qemu(tmp_path, name) -> None:
 @pytest.mark.skipif(not OBJDUMP, reason="no llvm-objdump")
 @pytest.mark.parametrize("kind, name, insn, per_group", [
     ("int8", "neon-dotprod", "sdot", 24), ("bf16", "neon-bf16", "bfdot", 24),
-    ("int8", "neon-i8mm", "smmla", 16)])
+    ("int8", "neon-i8mm", "smmla", 16), ("fp16", "neon-fhm", "fmlal", 16)])
 def test_arm_dot_k_loop(tmp_path, kind, name, insn, per_group) -> None:
     """The Arm kernels' k loops: 24 by-lane sdot / bfdot per group (8 rows x 3 quads of columns),
-    16 smmla (4 row pairs x 4 column pairs), nothing on the stack (sp)."""
+    16 smmla (4 row pairs x 4 column pairs), 16 fmlal / fmlal2 per k step (8 rows x 2 quads),
+    nothing on the stack (sp)."""
     body = k_loop(tmp_path, kind, name, insn,
                   r"b\.\w+\s+(?:0x)?([0-9a-f]+)|cbn?z\s+\w+, (?:0x)?([0-9a-f]+)")
     dots = sum(1 for ln in body if ln.startswith(insn))
