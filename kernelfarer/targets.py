@@ -92,6 +92,8 @@ class KernelShape:
                                  # kernel's column sums)
     own_packing: bool = False    # the kernel's template renders the pack routines (its layout is
                                  # not pack.c.j2's)
+    widen: int = 1               # packed elements are this many times the operand's size (int8
+                                 # packed as int16 for vpmaddwd)
     unroll: int = 4              # k steps per iteration of the kernel's main loop (any k is handled)
     isa: Mapping[str, str] = field(default_factory=dict)  # names the template spells with
     a_width: int = 0             # elements of one k step of packed A that one register (or
@@ -238,8 +240,10 @@ _AVX2 = {
                  mask_iota="_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)"),
         direct=True, thin=_avx2_thin(8),
     ),
-    # int8 and bf16: the portable kernel, vectorized for AVX2 (CPUs without VNNI or AVX512-BF16)
-    DType.I8I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
+    # int8 without VNNI: vpmaddwd on int8 widened to int16 pairs at packing (x86_avx2_madd.c.j2)
+    DType.I8I32: KernelShape(mr=6, nr=16, lanes=8, kr=2, widen=2, own_packing=True,
+                             template="kernels/x86_avx2_madd.c.j2", isa=dict(raw="unsigned char")),
+    # bf16, int16 and fp16 without their instructions: the portable kernel, vectorized for AVX2
     DType.BF16F32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
     DType.I16I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
     DType.F16F32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
