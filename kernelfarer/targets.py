@@ -228,6 +228,15 @@ _AVX512_BF16 = {
                                template="kernels/x86_bf16.c.j2", isa=dict(raw="unsigned short")),
 }
 
+# AVX-VNNI (VEX, 256-bit: Alder Lake and later clients, Zen 5): vpdpbusd on ymm, 6x16, with the
+# AVX512-VNNI kernel's offset and correction (x86_avx2_madd.c.j2).
+_AVX_VNNI = {
+    DType.I8I32: KernelShape(mr=6, nr=16, lanes=8, kr=4, b_extra=4, own_packing=True,
+                             template="kernels/x86_avx2_madd.c.j2",
+                             isa=dict(raw="unsigned char", a_flip="0x80808080",
+                                      dot="_mm256_dpbusd_avx_epi32")),
+}
+
 _AVX2 = {
     DType.F32: KernelShape(
         mr=6, nr=16, lanes=8, template="kernels/x86_avx2.c.j2",
@@ -455,6 +464,20 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
             isa_macro="defined(__AVX512F__) && defined(__AVX512BF16__)",
         ),
         Target(
+            name="x86-avxvnni",
+            description="x86-64 with AVX-VNNI (256-bit vpdpbusd, no AVX-512): int8 GEMMs "
+                        "(other types: x86-avx2)",
+            cpu_features=("avx2", "avxvnni"),
+            cpuinfo_flags=("avx2", "avx_vnni"),
+            attribute="avx2,fma,avxvnni",
+            headers=("immintrin.h",),
+            kernels=_AVX_VNNI,
+            priority=21,
+            arch="x86_64",
+            cpu_check=_x86_check("avx2", "avxvnni"),
+            isa_macro="defined(__AVX2__) && defined(__AVXVNNI__)",
+        ),
+        Target(
             name="x86-avx2",
             description="x86-64 with AVX2 and FMA3 (16 ymm registers)",
             cpu_features=("avx2", "fma"),
@@ -477,7 +500,8 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
             kernels={},
             priority=-1,
             cpuinfo_flags=("sse2",),
-            dispatch=("x86-avx512-vnni", "x86-avx512-bf16", "x86-avx512", "x86-avx2"),
+            dispatch=("x86-avx512-vnni", "x86-avx512-bf16", "x86-avx512", "x86-avxvnni",
+                      "x86-avx2"),
             arch="x86_64",
         ),
         Target(

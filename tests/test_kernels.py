@@ -631,7 +631,8 @@ def test_direct_path_b_panels(builds, target, dtype) -> None:
 
 # -- compile-only: warnings and AVX-512 ----------------------------------------------------------
 
-ALL_TARGETS = ["generic", "x86-avx2", "x86-avx512", "x86-avx512-vnni", "x86-avx512-bf16"]
+ALL_TARGETS = ["generic", "x86-avx2", "x86-avx512", "x86-avx512-vnni", "x86-avx512-bf16",
+               "x86-avxvnni"]
 
 
 WHOLE_FILE_ISA = {"generic": [], "x86-avx2": ["-mavx2", "-mfma"],
@@ -639,6 +640,7 @@ WHOLE_FILE_ISA = {"generic": [], "x86-avx2": ["-mavx2", "-mfma"],
                   "x86-avx512-vnni": ["-mavx512f", "-mavx512vnni", "-mavx2", "-mfma"],
                   "x86-avx512-bf16": ["-mavx512f", "-mavx512bf16", "-mavx512bw", "-mavx512vl",
                                       "-mavx2", "-mfma"],
+                  "x86-avxvnni": ["-mavx2", "-mfma", "-mavxvnni"],
                   "x86-auto": ["-mavx512f", "-mavx2", "-mfma"]}
 
 
@@ -936,3 +938,54 @@ def test_vnni_kernel_k_loop_is_dot_products(tmp_path) -> None:
     assert dots and dots % per_group == 0, text
     assert not any(re.match(r"vpmulld|vpmovsx|vpmaddwd", i) for i in body), text
     assert not stack, "the k loop touches the stack:\n" + "\n".join(stack)
+
+
+# -- AVX-VNNI, emulated -------------------------------------------------------------------------------
+
+EMULATED_DPBUSD = """
+#include <string.h>
+/* a plain-C stand-in for AVX-VNNI's vpdpbusd (ymm): each 32-bit lane plus the four products of
+ * its unsigned bytes of a and signed bytes of b, wrapping */
+static __inline__ __attribute__((target("avx2"))) __m256i kf_emu_dpbusd(__m256i acc, __m256i a,
+                                                                         __m256i b)
+{
+    unsigned char ua[32];
+    signed char sb[32];
+    int r[8], i, t;
+    memcpy(ua, &a, 32);
+    memcpy(sb, &b, 32);
+    memcpy(r, &acc, 32);
+    for (i = 0; i < 8; ++i)
+        for (t = 0; t < 4; ++t)
+            r[i] = (int)((unsigned)r[i] + (unsigned)(ua[4 * i + t] * sb[4 * i + t]));
+    memcpy(&acc, r, 32);
+    return acc;
+}
+"""
+
+
+@pytest.mark.parametrize("variant", ["default", "tiny"])
+def test_avxvnni_kernel_emulated(tmp_path, variant) -> None:
+    """The AVX-VNNI kernel (x86-avxvnni: 256-bit vpdpbusd, A + 128 and B's column sums) built from
+    its template with vpdpbusd replaced by a plain-C stand-in, run on this AVX2 CPU: bit-exact
+    over the full int8 range on every tile and block edge.  (No CPU here has AVX-VNNI: the real
+    instruction's semantics are the stand-in's.)"""
+    if not host_runs("x86-avx2"):
+        pytest.skip("this host does not run AVX2")
+    overrides = {"mc": 12, "kc": 8, "nc": 32} if variant == "tiny" else None
+    plan = make_plan(targets.TARGETS["x86-avxvnni"], DType.I8I32, overrides=overrides)
+    plan = replace(plan, isa={**plan.isa, "dot": "kf_emu_dpbusd"},
+                   attribute='__attribute__((target("avx2,fma")))')
+    src, lib = tmp_path / "lib.c", tmp_path / "lib.so"
+    text = library_source(plan)
+    header_end = text.index("typedef __PTRDIFF_TYPE__ kf_index;")
+    src.write_text(text[:header_end] + EMULATED_DPBUSD + text[header_end:])
+    run([CLANG, "-O2", "-shared", "-fPIC", *TRACE_FLAGS, *WARN_FLAGS, str(src), "-o", str(lib)])
+    library = Library(plan, lib)
+    rng = np.random.default_rng(5)
+    sizes = edge_sizes(plan) + [(7, 17, 5), (6, 16, 4), (1, 1, 1)]
+    for i, (m, n, k) in enumerate(sizes):
+        alpha, beta, load_c = SCALARS[i % len(SCALARS)]
+        library.gemm(rng, m, n, k, ta=bool(i & 1), tb=bool(i & 2), pad=(0, 1, 3)[i % 3],
+                     cpad=i % 2, alpha=alpha, beta=beta, load_c=load_c, epilogue=i % 3 == 1,
+                     span=(-128, 128))
