@@ -406,6 +406,18 @@ _GENERIC = {
     DType.F16F32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
 }
 
+def _x86_target(name: str, description: str, features: tuple[str, ...],
+                cpuinfo: tuple[str, ...] | None, attribute: str,
+                kernels: Mapping[DType, KernelShape], priority: int, isa_macro: str) -> "Target":
+    """An x86-64 target: `features` as __builtin_cpu_supports spells them (checked at run time),
+    `cpuinfo` as /proc/cpuinfo does when it differs, `attribute` the kernels' target attribute,
+    `isa_macro` the condition under which the whole file is compiled for it."""
+    return Target(name=name, description=description, cpu_features=features,
+                  cpuinfo_flags=cpuinfo or (), attribute=attribute, headers=("immintrin.h",),
+                  kernels=kernels, priority=priority, arch="x86_64",
+                  cpu_check=_x86_check(*features), isa_macro=isa_macro)
+
+
 def _arm_feature_target(name: str, description: str, feature: str, hwcap: str, bit: int,
                         kernels: Mapping[DType, KernelShape], priority: int) -> "Target":
     """An AArch64 target for an optional extension (`feature`, as /proc/cpuinfo and the function
@@ -423,72 +435,23 @@ def _arm_feature_target(name: str, description: str, feature: str, hwcap: str, b
 
 TARGETS: Mapping[str, Target] = MappingProxyType({
     t.name: t for t in (
-        Target(
-            name="x86-avx512",
-            description="x86-64 with AVX-512F (32 zmm registers, FMA)",
-            cpu_features=("avx512f",),
-            attribute="avx512f,avx2,fma",
-            headers=("immintrin.h",),
-            kernels=_AVX512,
-            priority=30,
-            arch="x86_64",
-            cpu_check=_x86_check("avx512f"),
-            isa_macro="defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)",
-        ),
-        Target(
-            name="x86-avx512-vnni",
-            description="x86-64 with AVX-512 VNNI: int8 GEMMs with vpdpbusd (other types: "
-                        "x86-avx512)",
-            cpu_features=("avx512f", "avx512vnni"),
-            cpuinfo_flags=("avx512f", "avx512_vnni"),
-            attribute="avx512f,avx512vnni,avx2,fma",
-            headers=("immintrin.h",),
-            kernels=_AVX512_VNNI,
-            priority=31,
-            arch="x86_64",
-            cpu_check=_x86_check("avx512f", "avx512vnni"),
-            isa_macro="defined(__AVX512F__) && defined(__AVX512VNNI__)",
-        ),
-        Target(
-            name="x86-avx512-bf16",
-            description="x86-64 with AVX512-BF16: bf16 GEMMs summed in float with vdpbf16ps "
-                        "(other types: x86-avx512)",
-            cpu_features=("avx512f", "avx512bf16"),
-            cpuinfo_flags=("avx512f", "avx512_bf16"),
-            attribute="avx512f,avx512bf16,avx512bw,avx512vl,avx2,fma",
-            headers=("immintrin.h",),
-            kernels=_AVX512_BF16,
-            priority=31,
-            arch="x86_64",
-            cpu_check=_x86_check("avx512f", "avx512bf16"),
-            isa_macro="defined(__AVX512F__) && defined(__AVX512BF16__)",
-        ),
-        Target(
-            name="x86-avxvnni",
-            description="x86-64 with AVX-VNNI (256-bit vpdpbusd, no AVX-512): int8 GEMMs "
-                        "(other types: x86-avx2)",
-            cpu_features=("avx2", "avxvnni"),
-            cpuinfo_flags=("avx2", "avx_vnni"),
-            attribute="avx2,fma,avxvnni",
-            headers=("immintrin.h",),
-            kernels=_AVX_VNNI,
-            priority=21,
-            arch="x86_64",
-            cpu_check=_x86_check("avx2", "avxvnni"),
-            isa_macro="defined(__AVX2__) && defined(__AVXVNNI__)",
-        ),
-        Target(
-            name="x86-avx2",
-            description="x86-64 with AVX2 and FMA3 (16 ymm registers)",
-            cpu_features=("avx2", "fma"),
-            attribute="avx2,fma",
-            headers=("immintrin.h",),
-            kernels=_AVX2,
-            priority=20,
-            arch="x86_64",
-            cpu_check=_x86_check("avx2", "fma"),
-            isa_macro="defined(__AVX2__) && defined(__FMA__)",
-        ),
+        _x86_target("x86-avx512", "x86-64 with AVX-512F (32 zmm registers, FMA)", ("avx512f",),
+                    None, "avx512f,avx2,fma", _AVX512, 30,
+                    "defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)"),
+        _x86_target("x86-avx512-vnni", "x86-64 with AVX-512 VNNI: int8 GEMMs with vpdpbusd "
+                    "(other types: x86-avx512)", ("avx512f", "avx512vnni"),
+                    ("avx512f", "avx512_vnni"), "avx512f,avx512vnni,avx2,fma", _AVX512_VNNI, 31,
+                    "defined(__AVX512F__) && defined(__AVX512VNNI__)"),
+        _x86_target("x86-avx512-bf16", "x86-64 with AVX512-BF16: bf16 GEMMs summed in float with "
+                    "vdpbf16ps (other types: x86-avx512)", ("avx512f", "avx512bf16"),
+                    ("avx512f", "avx512_bf16"), "avx512f,avx512bf16,avx512bw,avx512vl,avx2,fma",
+                    _AVX512_BF16, 31, "defined(__AVX512F__) && defined(__AVX512BF16__)"),
+        _x86_target("x86-avxvnni", "x86-64 with AVX-VNNI (256-bit vpdpbusd, no AVX-512): int8 "
+                    "GEMMs (other types: x86-avx2)", ("avx2", "avxvnni"), ("avx2", "avx_vnni"),
+                    "avx2,fma,avxvnni", _AVX_VNNI, 21,
+                    "defined(__AVX2__) && defined(__AVXVNNI__)"),
+        _x86_target("x86-avx2", "x86-64 with AVX2 and FMA3 (16 ymm registers)", ("avx2", "fma"),
+                    None, "avx2,fma", _AVX2, 20, "defined(__AVX2__) && defined(__FMA__)"),
         Target(
             name="x86-auto",
             description="x86-64: AVX-512 and AVX2 kernels, chosen at the first call by the CPU "
