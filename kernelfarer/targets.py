@@ -237,6 +237,16 @@ _AVX_VNNI = {
                                       dot="_mm256_dpbusd_avx_epi32")),
 }
 
+# Intel AMX: tdpbssd on 16x16 int32 tiles, 32x32 from four of them, k padded to 64 per tile step
+# (kr = 64; x86_amx.c.j2 packs for it).
+_AMX = {
+    DType.I8I32: KernelShape(
+        mr=32, nr=32, lanes=16, kr=64, own_packing=True, template="kernels/x86_amx.c.j2",
+        isa=dict(loadconfig="_tile_loadconfig", zero="_tile_zero", loadd="_tile_loadd",
+                 dpbssd="_tile_dpbssd", stored="_tile_stored", release="_tile_release",
+                 ready="_ready")),
+}
+
 _AVX2 = {
     DType.F32: KernelShape(
         mr=6, nr=16, lanes=8, template="kernels/x86_avx2.c.j2",
@@ -442,6 +452,12 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
                     "(other types: x86-avx512)", ("avx512f", "avx512vnni"),
                     ("avx512f", "avx512_vnni"), "avx512f,avx512vnni,avx2,fma", _AVX512_VNNI, 31,
                     "defined(__AVX512F__) && defined(__AVX512VNNI__)"),
+        Target(name="x86-amx", description="x86-64 with AMX (tile registers, tdpbssd): int8 GEMMs "
+               "(other types: x86-avx512)", cpu_features=("amx-tile", "amx-int8"),
+               cpuinfo_flags=("amx_tile", "amx_int8"), attribute="amx-tile,amx-int8",
+               headers=("immintrin.h", "sys/syscall.h"), kernels=_AMX, priority=32,
+               arch="x86_64", cpu_check=_x86_check("amx-tile", "amx-int8"),
+               isa_macro="defined(__AMX_TILE__) && defined(__AMX_INT8__)"),
         _x86_target("x86-avx512-bf16", "x86-64 with AVX512-BF16: bf16 GEMMs summed in float with "
                     "vdpbf16ps (other types: x86-avx512)", ("avx512f", "avx512bf16"),
                     ("avx512f", "avx512_bf16"), "avx512f,avx512bf16,avx512bw,avx512vl,avx2,fma",
@@ -463,8 +479,8 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
             kernels={},
             priority=-1,
             cpuinfo_flags=("sse2",),
-            dispatch=("x86-avx512-vnni", "x86-avx512-bf16", "x86-avx512", "x86-avxvnni",
-                      "x86-avx2"),
+            dispatch=("x86-amx", "x86-avx512-vnni", "x86-avx512-bf16", "x86-avx512",
+                      "x86-avxvnni", "x86-avx2"),
             arch="x86_64",
         ),
         Target(

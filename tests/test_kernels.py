@@ -632,7 +632,7 @@ def test_direct_path_b_panels(builds, target, dtype) -> None:
 # -- compile-only: warnings and AVX-512 ----------------------------------------------------------
 
 ALL_TARGETS = ["generic", "x86-avx2", "x86-avx512", "x86-avx512-vnni", "x86-avx512-bf16",
-               "x86-avxvnni"]
+               "x86-avxvnni", "x86-amx"]
 
 
 WHOLE_FILE_ISA = {"generic": [], "x86-avx2": ["-mavx2", "-mfma"],
@@ -641,6 +641,7 @@ WHOLE_FILE_ISA = {"generic": [], "x86-avx2": ["-mavx2", "-mfma"],
                   "x86-avx512-bf16": ["-mavx512f", "-mavx512bf16", "-mavx512bw", "-mavx512vl",
                                       "-mavx2", "-mfma"],
                   "x86-avxvnni": ["-mavx2", "-mfma", "-mavxvnni"],
+                  "x86-amx": ["-mamx-tile", "-mamx-int8"],
                   "x86-auto": ["-mavx512f", "-mavx2", "-mfma"]}
 
 
@@ -984,6 +985,85 @@ def test_avxvnni_kernel_emulated(tmp_path, variant) -> None:
     library = Library(plan, lib)
     rng = np.random.default_rng(5)
     sizes = edge_sizes(plan) + [(7, 17, 5), (6, 16, 4), (1, 1, 1)]
+    for i, (m, n, k) in enumerate(sizes):
+        alpha, beta, load_c = SCALARS[i % len(SCALARS)]
+        library.gemm(rng, m, n, k, ta=bool(i & 1), tb=bool(i & 2), pad=(0, 1, 3)[i % 3],
+                     cpad=i % 2, alpha=alpha, beta=beta, load_c=load_c, epilogue=i % 3 == 1,
+                     span=(-128, 128))
+
+
+# -- AMX, emulated ------------------------------------------------------------------------------------
+
+EMULATED_AMX = """
+#include <string.h>
+/* plain-C stand-ins for the AMX tile operations the template names (through plan.isa): eight
+ * tiles of 16 rows x 64 bytes, the configuration's rows and bytes per row */
+static unsigned char kf_emu_tmm[8][16][64];
+static unsigned char kf_emu_rows[8];
+static unsigned short kf_emu_colsb[8];
+static void kf_emu_loadconfig(const void *config)
+{
+    const unsigned char *cfg = (const unsigned char *)config;
+    int t;
+    for (t = 0; t < 8; ++t) {
+        memcpy(&kf_emu_colsb[t], cfg + 16 + 2 * t, 2);
+        kf_emu_rows[t] = cfg[48 + t];
+    }
+}
+static void kf_emu_zero(int t) { memset(kf_emu_tmm[t], 0, sizeof kf_emu_tmm[t]); }
+static void kf_emu_loadd(int t, const void *base, long stride)
+{
+    int r;
+    for (r = 0; r < kf_emu_rows[t]; ++r)
+        memcpy(kf_emu_tmm[t][r], (const unsigned char *)base + r * stride, kf_emu_colsb[t]);
+}
+static void kf_emu_stored(int t, void *base, long stride)
+{
+    int r;
+    for (r = 0; r < kf_emu_rows[t]; ++r)
+        memcpy((unsigned char *)base + r * stride, kf_emu_tmm[t][r], kf_emu_colsb[t]);
+}
+/* tdpbssd: C (int32, rows x colsb/4) += A (int8, rows x 4K) . B (K rows of colsb/4 groups of 4) */
+static void kf_emu_dpbssd(int c, int a, int b)
+{
+    int m, n, k4, t;
+    for (m = 0; m < kf_emu_rows[c]; ++m)
+        for (n = 0; n < kf_emu_colsb[c] / 4; ++n) {
+            int acc;
+            memcpy(&acc, &kf_emu_tmm[c][m][4 * n], 4);
+            for (k4 = 0; k4 < kf_emu_colsb[a] / 4; ++k4)
+                for (t = 0; t < 4; ++t)
+                    acc = (int)((unsigned)acc + (unsigned)((signed char)kf_emu_tmm[a][m][4 * k4 + t]
+                                                            * (signed char)kf_emu_tmm[b][k4][4 * n + t]));
+            memcpy(&kf_emu_tmm[c][m][4 * n], &acc, 4);
+        }
+}
+static void kf_emu_release(void) {}
+"""
+
+
+@pytest.mark.parametrize("variant", ["default", "tiny"])
+def test_amx_kernel_emulated(tmp_path, variant) -> None:
+    """The AMX kernel (x86-amx: four 16x16 int32 tiles, tdpbssd) and its packing, from the
+    template with the tile operations replaced by plain-C stand-ins (EMULATED_AMX), run here:
+    bit-exact over the full int8 range on every tile, k step (64) and block edge.  (No CPU here
+    has AMX: the instructions' semantics are the stand-ins'; bench/int8.py measures it where one
+    does.)"""
+    overrides = {"mc": 64, "kc": 128, "nc": 64} if variant == "tiny" else None
+    plan = make_plan(targets.TARGETS["x86-amx"], DType.I8I32, overrides=overrides)
+    plan = replace(plan, isa={**plan.isa, **{op: f"kf_emu_{op}" for op in (
+        "loadconfig", "zero", "loadd", "dpbssd", "stored", "release")},
+        "emulated": "1", "ready": "_emu_ready"}, attribute="")
+    src, lib = tmp_path / "lib.c", tmp_path / "lib.so"
+    text = library_source(plan)
+    header_end = text.index("typedef __PTRDIFF_TYPE__ kf_index;")
+    ready = f"static int {plan.kernel_name}_emu_ready(void) {{ return 1; }}\n"
+    src.write_text(text[:header_end] + EMULATED_AMX + ready + text[header_end:])
+    run([CLANG, "-O1", "-shared", "-fPIC", *TRACE_FLAGS, *WARN_FLAGS, str(src), "-o", str(lib)])
+    library = Library(plan, lib)
+    rng = np.random.default_rng(9)
+    sizes = [(1, 1, 1), (31, 33, 63), (32, 32, 64), (33, 31, 65), (65, 97, 130), (5, 70, 200),
+             (70, 5, 129), (64, 64, 128), (97, 65, 257)]
     for i, (m, n, k) in enumerate(sizes):
         alpha, beta, load_c = SCALARS[i % len(SCALARS)]
         library.gemm(rng, m, n, k, ta=bool(i & 1), tb=bool(i & 2), pad=(0, 1, 3)[i % 3],

@@ -182,7 +182,8 @@ def test_x86_auto_picks_a_path_that_equals_the_loop(tmp_path, kind, path) -> Non
     if not targets.real_host_runs(targets.TARGETS["x86-avx2"]):
         pytest.skip("this host does not run AVX2")
     env = {"KERNELFARER_PATH": path} if path != "cpu" else {}
-    out = build_and_run(tmp_path, kind, "x86-auto", TINY, env=env)
+    # blocks every kernel of x86-auto takes (AMX: multiples of 32 rows and 64 k)
+    out = build_and_run(tmp_path, kind, "x86-auto", {"mc": 96, "kc": 64, "nc": 64}, env=env)
     assert out.startswith("fast="), out
 
 
