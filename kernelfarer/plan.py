@@ -351,6 +351,15 @@ def make_plan(target: Target, dtype: DType, *, caches: Caches | None = None,
         blocking = replace(blocking, **given)
         source = "--" + " --".join(f"{k} {v}" for k, v in sorted(given.items())) + \
             f" (others: {source})"
+        if shape.kr > 1:
+            # the blocks given suit the float kernels; a dot-product kernel (k in groups of kr,
+            # tiles of its own) takes the nearest larger ones that suit it
+            fitted = replace(blocking, mc=-(-blocking.mc // shape.mr) * shape.mr,
+                             kc=-(-blocking.kc // shape.kr) * shape.kr,
+                             nc=-(-blocking.nc // shape.nr) * shape.nr)
+            if fitted != blocking and min(fitted.mc, fitted.kc, fitted.nc) > 0:
+                source += f", rounded up to mc={fitted.mc} kc={fitted.kc} nc={fitted.nc}"
+                blocking = fitted
     error = blocking_error(blocking, shape)
     if error:
         raise KernelfarerError(error)

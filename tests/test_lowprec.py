@@ -308,3 +308,17 @@ def k_loop(tmp: Path, kind: str, target: str, insn: str, branch: str) -> list[st
             start = next(i for i, (addr, _) in enumerate(code) if addr == back)
             return [text for _, text in code[start:end + 1]]
     raise AssertionError(f"no loop around {insn}")
+
+
+def test_given_blocks_are_fitted_to_dot_product_kernels() -> None:
+    """--mc/--kc/--nc chosen for the float kernels (x86-auto's, say) are rounded up to what a
+    dot-product kernel takes (its tile, k in groups of kr), and the plan says so; float kernels
+    still refuse blocks that do not suit them."""
+    from kernelfarer.diagnostics import KernelfarerError
+    from kernelfarer.plan import make_plan
+    plan = make_plan(targets.TARGETS["x86-amx"], targets.DType.I8I32,
+                     overrides={"mc": 24, "kc": 7, "nc": 64})
+    assert (plan.mc, plan.kc, plan.nc) == (32, 64, 64)
+    assert "rounded up to mc=32 kc=64 nc=64" in plan.blocking_source
+    with pytest.raises(KernelfarerError):
+        make_plan(targets.TARGETS["x86-avx512"], targets.DType.F32, overrides={"mc": 25})
