@@ -608,9 +608,7 @@ def default_build_target(flags: list[str] | tuple[str, ...] = ()) -> str:
         arch = canonical_arch(triple.split("-", 1)[0])
         if arch != host_arch():
             same = [t for t in targets.TARGETS.values() if t.arch == arch and not t.dispatch]
-            # the machine's general target (the int8/bf16-only ones are picked per type by auto)
-            return max(same, key=lambda t: (targets.DType.F32 in t.kernels, t.priority)).name \
-                if same else targets.GENERIC
+            return targets.best_of(same).name if same else targets.GENERIC
     for target in targets.TARGETS.values():
         if target.dispatch and targets.host_can_run(target):
             return target.name

@@ -576,7 +576,14 @@ def best_for_host(host_flags: frozenset[str] | None = None,
     runnable = [t for t in TARGETS.values()
                 if host_can_run(t, host_flags, host_arch) and not t.dispatch
                 and (wanted in t.kernels or t.name == GENERIC)]
-    return max(runnable, key=lambda t: (wanted in t.kernels, t.priority))
+    return best_of(runnable, dtype)
+
+
+def best_of(candidates, dtype: DType | None = None) -> Target:
+    """The candidate with a kernel for `dtype` (None: a float one, the general-purpose targets'
+    mark) and the highest priority: the int8- or bf16-only targets win only their own types."""
+    wanted = dtype or DType.F32
+    return max(candidates, key=lambda t: (wanted in t.kernels, t.priority))
 
 
 def host_can_run(target: Target, host_flags: frozenset[str] | None = None,
