@@ -3,11 +3,12 @@
 The nest below (row-major, an int32 accumulator) is rewritten for x86-auto (the kernel the CPU
 picks at run time: AVX-512 VNNI where it has it), for x86-avx2 (what a CPU without VNNI runs:
 the portable kernel vectorized for AVX2) and for the portable `generic` target, and linked with
-an unrewritten copy and oneDNN's dnnl_gemm_s8s8s32, all compiled -O3 -march=native.  Every
+an unrewritten copy and oneDNN's dnnl_gemm_s8s8s32 (with --a uint8: A is uint8_t, and oneDNN's
+function dnnl_gemm_u8s8s32, the quantized-inference case), all compiled -O3 -march=native.  Every
 variant runs on the same data, interleaved, best of several rounds, one thread (oneDNN:
 OMP_NUM_THREADS=1), and must give the user's loop's exact result.  GOP/s counts 2MNK.
 
-    python bench/int8.py [--sizes 1024,2048] [--rounds 5] [--naive-max 1024]
+    python bench/int8.py [--sizes 1024,2048] [--rounds 5] [--naive-max 1024] [--a uint8]
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ CC = os.environ.get("CC", "clang-19")
 
 LOOP = """
 #include <stdint.h>
-void {name}(int m, int n, int k, const int8_t *a, const int8_t *b, int32_t *c)
+void {name}(int m, int n, int k, const {a_type} *a, const int8_t *b, int32_t *c)
 {{
     for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++) {{
@@ -49,14 +50,14 @@ HARNESS = (r"""
 #ifdef HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
 #endif
-typedef void gemm(int, int, int, const int8_t *, const int8_t *, int32_t *);
+typedef void gemm(int, int, int, const A_T *, const int8_t *, int32_t *);
 gemm naive, kf_auto, kf_avx2, kf_generic;
 
-static void onednn(int m, int n, int k, const int8_t *a, const int8_t *b, int32_t *c)
+static void onednn(int m, int n, int k, const A_T *a, const int8_t *b, int32_t *c)
 {
 #ifdef HAVE_DNNL
     const int32_t zero = 0;
-    dnnl_gemm_s8s8s32('N', 'N', 'F', m, n, k, 1.0f, a, k, 0, b, n, 0, 0.0f, c, n, &zero);
+    A_GEMM('N', 'N', 'F', m, n, k, 1.0f, a, k, 0, b, n, 0, 0.0f, c, n, &zero);
 #else
     (void)m; (void)n; (void)k; (void)a; (void)b; (void)c;
 #endif
@@ -73,13 +74,14 @@ int main(int argc, char **argv)
     fns[3] = 0;
 #endif
     double best[5] = {1e30, 1e30, 1e30, 1e30, 1e30};
-    int8_t *a = malloc((size_t)n * n), *b = malloc((size_t)n * n);
+    A_T *a = malloc((size_t)n * n);
+    int8_t *b = malloc((size_t)n * n);
     int32_t *c[5], *want = malloc(sizeof(int32_t) * (size_t)n * n);
     long i;
     int r, v;
     srand(1);
     for (i = 0; i < (long)n * n; i++) {
-        a[i] = (int8_t)(rand() % 256 - 128);
+        a[i] = (A_T)(rand() % 256 - 128);
         b[i] = (int8_t)(rand() % 256 - 128);
     }
     for (v = 0; v < 5; v++)
@@ -116,22 +118,24 @@ int main(int argc, char **argv)
 """)
 
 
-def build(work: Path) -> tuple[Path, bool]:
+def build(work: Path, a_type: str) -> tuple[Path, bool]:
     sources = []
     for name, target in (("kf_auto", "x86-auto"), ("kf_avx2", "x86-avx2"),
                          ("kf_generic", "generic")):
         src = work / f"{name}.c"
-        src.write_text(LOOP.format(name=name))
+        src.write_text(LOOP.format(name=name, a_type=a_type))
         result = rewrite_file(str(src), RewriteOptions(target=target))
         if not any(r.replaced for r in result.remarks):
             sys.exit(f"{name}: not rewritten: {[r.message() for r in result.remarks]}")
         (work / f"{name}.kf.c").write_text(result.text)
         sources.append(str(work / f"{name}.kf.c"))
-    (work / "naive.c").write_text(LOOP.format(name="naive"))
+    (work / "naive.c").write_text(LOOP.format(name="naive", a_type=a_type))
     (work / "main.c").write_text(HARNESS)
     dnnl = Path("/usr/include/oneapi/dnnl/dnnl.h").exists()
     exe = work / "int8"
-    subprocess.run([CC, "-O3", "-march=native", *(["-DHAVE_DNNL"] if dnnl else []), "-o", str(exe),
+    types = [f"-DA_T={a_type}", "-DA_GEMM=dnnl_gemm_%s8s8s32" % {"int8_t": "s", "uint8_t": "u"}[a_type]]
+    subprocess.run([CC, "-O3", "-march=native", *types, *(["-DHAVE_DNNL"] if dnnl else []),
+                    "-o", str(exe),
                     str(work / "main.c"), str(work / "naive.c"), *sources,
                     *(["-ldnnl"] if dnnl else [])], check=True)
     return exe, dnnl
@@ -143,12 +147,14 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--naive-max", type=int, default=1024,
                         help="run the user's loop (once) up to this size")
+    parser.add_argument("--a", choices=("int8", "uint8"), default="int8",
+                        help="A's element type (B is int8)")
     args = parser.parse_args()
     env = dict(os.environ, OMP_NUM_THREADS="1", DNNL_VERBOSE="0")
     env.pop("KERNELFARER_PATH", None)
     with tempfile.TemporaryDirectory(prefix="kf-int8-") as tmp:
-        exe, dnnl = build(Path(tmp))
-        print("int8 x int8 -> int32, square N, one thread; GOP/s (2N^3), best of "
+        exe, dnnl = build(Path(tmp), f"{args.a}_t")
+        print(f"{args.a} x int8 -> int32, square N, one thread; GOP/s (2N^3), best of "
               f"{args.rounds} interleaved rounds" + ("" if dnnl else " (no oneDNN: libdnnl-dev)"))
         print(f"{'N':>6} {'kernelfarer':>11} {'avx2':>6} {'generic':>8} {'oneDNN':>7} {'loop':>6}"
               f"  {'x oneDNN':>8} {'x generic':>9} {'avx2 x generic':>14} {'x loop':>7}")

@@ -236,7 +236,7 @@ def _list_targets() -> int:
     for target in targets.TARGETS.values():
         runs = "runs here" if targets.host_can_run(target) else "cannot run here"
         mark = " (auto)" if target is auto else ""
-        kernels = ", ".join(f"{d.ctype} {k.mr}x{k.nr}" for d, k in target.kernels.items())
+        kernels = ", ".join(f"{d.label} {k.mr}x{k.nr}" for d, k in target.kernels.items())
         print(f"{target.name:12} {runs:16} {kernels:24} {target.description}{mark}")
     return EXIT_OK
 

@@ -69,6 +69,7 @@ class Evaluator:
     narrow: set = field(default_factory=set)                 # int8 operands of an int32 GEMM,
                                                              # bf16 ones of a float GEMM
     narrow_dtype: DType | None = None                        # ... the GEMM's type then
+    unsigned: set = field(default_factory=set)               # the uint8 ones among them
 
     def value(self, node: c_ast.Node, state: dict) -> Lin:
         if isinstance(node, c_ast.Constant):
@@ -211,11 +212,15 @@ class Evaluator:
         if self.dtype.is_operand(e.kind, e.bits, e.signed):
             return
         narrow = {(DType.I32, "signed char"): DType.I8I32,    # int8 operands summed in int32
+                  (DType.I32, "unsigned char"): DType.I8I32,  # (uint8 ones too: the roles of A
+                                                              # and B then say which, see recognize)
                   (DType.I32, "short"): DType.I16I32,         # int16 ...
                   (DType.F32, "__bf16"): DType.BF16F32,
                   (DType.F32, "_Float16"): DType.F16F32}.get((self.dtype, e.spelling))
         if narrow is not None and self.narrow_dtype in (None, narrow):
             self.narrow.add(acc.array)
+            if not e.signed:
+                self.unsigned.add(acc.array)
             self.narrow_dtype = narrow
             return
         raise NotGemm(f"'{acc.array}' holds {e.spelling}, the result holds {self.dtype.ctype} "
@@ -237,6 +242,8 @@ class Evaluator:
                 self.scope.declare(stmt)
                 self.locals_.add(stmt.name)
                 state[stmt.name] = None if stmt.init is None else self.value(stmt.init, state)
+                if stmt.init is not None:
+                    self._check_narrow_store(stmt.name, t, state[stmt.name])
                 continue
             if not isinstance(stmt, c_ast.Assignment):
                 raise NotGemm(f"statement '{_first_line(stmt)}' in the loop nest is not an "
@@ -255,6 +262,8 @@ class Evaluator:
                     rhs = lin_add(old, rhs, -1)
                 else:
                     rhs = self._multiply(old, rhs)
+            if slot != "<C>":
+                self._check_narrow_store(slot, self.scope.type_of(slot), rhs)
             state[slot] = rhs
 
     def alias(self, decl: c_ast.Decl) -> None:
@@ -287,6 +296,20 @@ class Evaluator:
                               "result)")
             return "<C>"
         raise NotGemm(f"store through '{_GEN.visit(lvalue)}'")
+
+    def _check_narrow_store(self, name: str, t: object, value: Lin) -> None:
+        """A scalar narrower than the sums (a signed char in an int GEMM) keeps what it is given
+        only when that is one operand element of its own type: a product, a sum or an element of
+        another type (uint8) would be cut to its width, which the kernels do not do."""
+        if self.dtype is None or not isinstance(t, Scalar) or t.bits >= self.dtype.size * 8:
+            return
+        if len(value) == 1:
+            (key, coef), = value.items()
+            if key.startswith("r") and coef == Poly.const(1):
+                e = self.reads[int(key[1:])].elem
+                if (e.kind, e.bits, e.signed) == (t.kind, t.bits, t.signed):
+                    return
+        raise NotGemm(f"'{name}' is {t.spelling}: what it is given would be cut to {t.bits} bits")
 
     def _kind(self) -> str:
         return self.dtype.kind if self.dtype else "float"

@@ -98,7 +98,7 @@ def make_subject(func: c_ast.FuncDef, spec: GemmSpec, ast: c_ast.FileAST) -> Sub
     typedefs = _typedefs(ast)
     m, n, k = SIZE_NAMES
     operands = {spec.a.name: ("A", spec.a, m, k, spec.dtype.in_ctype, 3),
-                spec.b.name: ("B", spec.b, k, n, spec.dtype.in_ctype, 3),
+                spec.b.name: ("B", spec.b, k, n, spec.dtype.b_ctype, 3),
                 spec.c.name: ("C", spec.c, m, n, spec.dtype.ctype, 2)}
     sizes = _identifiers(spec.m, spec.n, spec.k)
     strides = _identifiers(*(x for op in (spec.a, spec.b, spec.c)

@@ -105,6 +105,8 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     n_var = unit[-1] if len(unit) == 2 else unit[0]
     m_var = next(v for v in c_vars if v != n_var)
     a_acc, b_acc = _assign_roles(first, second, m_var, n_var, k_var, iterators)
+    if dtype is DType.I8I32:
+        dtype = DType.int8(a_acc.array in ev.unsigned, b_acc.array in ev.unsigned)
 
     _check_invariants(nest, ev, facts, scope, [a_acc, b_acc, c_access], iterators, nest_ids,
                       canon.dead)

@@ -240,8 +240,8 @@ def _with_leading_pragmas(source: frontend.SourceText, first: int, span: fronten
 def _details(spec: GemmSpec, plan: KernelPlan) -> tuple[tuple[str, object], ...]:
     layouts = " ".join(op.access for op in (spec.c, spec.a, spec.b))
     return (
-        ("dtype", spec.dtype.ctype if spec.dtype.in_ctype == spec.dtype.ctype
-         else f"{spec.dtype.in_ctype}->{spec.dtype.ctype}"),
+        ("dtype", spec.dtype.ctype if spec.dtype.operands == spec.dtype.ctype
+         else f"{spec.dtype.operands}->{spec.dtype.ctype}"),
         ("sizes", spec.shape),
         ("layouts", layouts),
         ("kernel", plan.kernel_name),

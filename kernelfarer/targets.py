@@ -24,32 +24,62 @@ from kernelfarer.hostinfo import CacheLevel, Caches
 
 
 class DType(enum.Enum):
-    """Element types of a GEMM: C and the accumulation (ctype), and the operands A, B (in_ctype).
-    Named the BLAS way (s, d) for floating point."""
+    """Element types of a GEMM: C and the accumulation (ctype), and the operands A, B (in_ctype,
+    also the type of the packed panels and of the drivers' pointers to A and B).  An operand whose
+    values are read as another type of the same size says so (a_ctype, b_ctype: unsigned and
+    signed int8).  Named the BLAS way (s, d) for floating point."""
 
     F32 = ("s", "float", 4, "float", 4, "float")
     F64 = ("d", "double", 8, "double", 8, "float")
     I32 = ("i32", "int", 4, "int", 4, "int")
     I64 = ("i64", "long", 8, "long", 8, "int")
     I8I32 = ("i8i32", "int", 4, "signed char", 1, "int")    # int8 operands, int32 sums
+    U8I32 = ("u8i32", "int", 4, "unsigned char", 1, "int")  # uint8 operands, int32 sums
+    U8S8I32 = ("u8s8i32", "int", 4, "unsigned char", 1, "int", "signed char")  # A uint8, B int8
+    S8U8I32 = ("s8u8i32", "int", 4, "signed char", 1, "int", "unsigned char")  # A int8, B uint8
     BF16F32 = ("bf16f32", "float", 4, "__bf16", 2, "float")  # bf16 operands, float sums
     I16I32 = ("i16i32", "int", 4, "short", 2, "int")         # int16 operands, int32 sums
     F16F32 = ("f16f32", "float", 4, "_Float16", 2, "float")  # fp16 operands, float sums
 
     def __init__(self, letter: str, ctype: str, size: int, in_ctype: str, in_size: int,
-                 kind: str) -> None:
+                 kind: str, b_ctype: str = "") -> None:
         self.letter = letter
         self.ctype = ctype
         self.size = size
         self.in_ctype = in_ctype
         self.in_size = in_size
         self.kind = kind
+        self.a_ctype = in_ctype
+        self.b_ctype = b_ctype or in_ctype
+
+    @classmethod
+    def int8(cls, a_unsigned: bool, b_unsigned: bool) -> "DType":
+        """The int8 -> int32 GEMM of operands of these signednesses."""
+        return {(False, False): cls.I8I32, (True, True): cls.U8I32,
+                (True, False): cls.U8S8I32, (False, True): cls.S8U8I32}[a_unsigned, b_unsigned]
+
+    @property
+    def label(self) -> str:
+        """A short name: the type of C, or the operands' types and C's (uint8 x int8->int)."""
+        if self.operands == self.ctype:
+            return self.ctype
+        short = {"signed char": "int8", "unsigned char": "uint8", "short": "int16",
+                 "__bf16": "bf16", "_Float16": "fp16"}
+        a, b = short[self.a_ctype], short[self.b_ctype]
+        return f"{a if a == b else f'{a} x {b}'}->{self.ctype}"
+
+    @property
+    def operands(self) -> str:
+        """The operands' types, as remarks and reports name them."""
+        return self.a_ctype if self.a_ctype == self.b_ctype else \
+            f"{self.a_ctype} x {self.b_ctype}"
 
     def is_result(self, kind: str, bits: int, signed: bool = True) -> bool:
         return kind == self.kind and bits == self.size * 8 and (signed or self.kind == "float")
 
     def is_operand(self, kind: str, bits: int, signed: bool = True) -> bool:
-        return kind == self.kind and bits == self.in_size * 8 and (signed or self.kind == "float")
+        return kind == self.kind and bits == self.in_size * 8 and (
+            signed or self.kind == "float" or "unsigned" in self.a_ctype + self.b_ctype)
 
     @classmethod
     def for_result(cls, kind: str, bits: int, signed: bool = True) -> "DType | None":
@@ -210,11 +240,23 @@ _AVX512 = {
 
 # AVX-512 VNNI: int8 x int8 -> int32 with vpdpbusd (64 multiply-adds per instruction), k in
 # groups of four per 32-bit lane; 12 x 32 like the f32 kernel: 24 accumulators + 2 B + 1 broadcast.
+def _dpbusd_kernels(mr: int, nr: int, lanes: int, template: str,
+                    dot: str) -> dict[DType, KernelShape]:
+    """vpdpbusd's kernels for the four int8 GEMMs: its product is uint8 x int8, so int8 A is
+    flipped to a + 128 and uint8 x uint8's A to a - 128 (both corrected by B's column sums at the
+    end of a B micro-panel, b_extra), and int8 A x uint8 B swaps the instruction's operands
+    (isa.swap), as uint8 x uint8 does (kernels/x86_vnni.c.j2)."""
+    def shape(flip: bool, swap: bool) -> KernelShape:
+        isa = dict(raw="unsigned char", dot=dot)
+        isa.update({"a_flip": "0x80808080"} if flip else {}, **({"swap": "1"} if swap else {}))
+        return KernelShape(mr=mr, nr=nr, lanes=lanes, kr=4, b_extra=4 if flip else 0,
+                           own_packing=True, template=template, isa=isa)
+    return {DType.I8I32: shape(True, False), DType.U8S8I32: shape(False, False),
+            DType.S8U8I32: shape(False, True), DType.U8I32: shape(True, True)}
+
+
 _AVX512_VNNI = {
-    DType.I8I32: KernelShape(mr=12, nr=32, lanes=16, kr=4, b_extra=4, own_packing=True,
-                             template="kernels/x86_vnni.c.j2",
-                             isa=dict(raw="unsigned char", a_flip="0x80808080",
-                                      dot="_mm512_dpbusd_epi32")),
+    **_dpbusd_kernels(12, 32, 16, "kernels/x86_vnni.c.j2", "_mm512_dpbusd_epi32"),
     # vpdpwssd: pairs of int16, signed by signed (no offset, no correction)
     DType.I16I32: KernelShape(mr=12, nr=32, lanes=16, kr=2, own_packing=True,
                               template="kernels/x86_vnni.c.j2",
@@ -230,21 +272,19 @@ _AVX512_BF16 = {
 
 # AVX-VNNI (VEX, 256-bit: Alder Lake and later clients, Zen 5): vpdpbusd on ymm, 6x16, with the
 # AVX512-VNNI kernel's offset and correction (x86_avx2_madd.c.j2).
-_AVX_VNNI = {
-    DType.I8I32: KernelShape(mr=6, nr=16, lanes=8, kr=4, b_extra=4, own_packing=True,
-                             template="kernels/x86_avx2_madd.c.j2",
-                             isa=dict(raw="unsigned char", a_flip="0x80808080",
-                                      dot="_mm256_dpbusd_avx_epi32")),
-}
+_AVX_VNNI = _dpbusd_kernels(6, 16, 8, "kernels/x86_avx2_madd.c.j2", "_mm256_dpbusd_avx_epi32")
 
 # Intel AMX: tdpbssd on 16x16 int32 tiles, 32x32 from four of them, k padded to 64 per tile step
 # (kr = 64; x86_amx.c.j2 packs for it).
+# One instruction per signedness of A and B: tdpbssd, tdpbsud, tdpbusd, tdpbuud.
 _AMX = {
-    DType.I8I32: KernelShape(
+    dtype: KernelShape(
         mr=32, nr=32, lanes=16, kr=64, own_packing=True, template="kernels/x86_amx.c.j2",
         isa=dict(loadconfig="_tile_loadconfig", zero="_tile_zero", loadd="_tile_loadd",
-                 dpbssd="_tile_dpbssd", stored="_tile_stored", release="_tile_release",
-                 ready="_ready")),
+                 dp=f"_tile_dpb{signs}d", stored="_tile_stored", release="_tile_release",
+                 ready="_ready"))
+    for dtype, signs in ((DType.I8I32, "ss"), (DType.S8U8I32, "su"), (DType.U8S8I32, "us"),
+                         (DType.U8I32, "uu"))
 }
 
 _AVX2 = {
@@ -259,9 +299,11 @@ _AVX2 = {
                  mask_iota="_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)"),
         direct=True, thin=_avx2_thin(8),
     ),
-    # int8 without VNNI: vpmaddwd on int8 widened to int16 pairs at packing (x86_avx2_madd.c.j2)
-    DType.I8I32: KernelShape(mr=6, nr=16, lanes=8, kr=2, widen=2, own_packing=True,
-                             template="kernels/x86_avx2_madd.c.j2", isa=dict(raw="unsigned char")),
+    # int8 and uint8 without VNNI: vpmaddwd on int8 widened to int16 pairs at packing
+    # (x86_avx2_madd.c.j2)
+    **{dtype: KernelShape(mr=6, nr=16, lanes=8, kr=2, widen=2, own_packing=True,
+                          template="kernels/x86_avx2_madd.c.j2", isa=dict(raw="unsigned char"))
+       for dtype in (DType.I8I32, DType.U8I32, DType.U8S8I32, DType.S8U8I32)},
     # bf16, int16 and fp16 without their instructions: the portable kernel, vectorized for AVX2
     DType.BF16F32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
     DType.I16I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
@@ -298,21 +340,49 @@ _NEON = {
 
 # Arm's dot-product extension (sdot): int8 x int8 -> int32, four k per 32-bit lane, 8x12 like the
 # float kernel (24 accumulators + 2 A + 3 B registers).
+_NEON_INT8 = dict(raw="unsigned char", vec="int32x4_t", dup="vdupq_n_s32", load="vld1q_s32",
+                  store="vst1q_s32", mul_n="vmulq_n_s32", mla_n="vmlaq_n_s32")
+# the operand vectors of uint8 and int8 panels (whose elements are the GEMM's in_ctype)
+_NEON_U8 = dict(vec="uint8x16_t", load="vld1q_u8", cast="(const uint8_t *)")
+_NEON_S8 = dict(vec="int8x16_t", load="vld1q_s8", cast="(const int8_t *)")
+
+
+def _neon_operands(a: Mapping[str, str], b: Mapping[str, str]) -> dict[str, str]:
+    return {f"{role}_{key}": value for role, keys in (("a", a), ("b", b))
+            for key, value in keys.items()}
+
+
 _NEON_DOTPROD = {
     DType.I8I32: KernelShape(
         mr=8, nr=12, lanes=4, kr=4, own_packing=True, template="kernels/neon_dotprod.c.j2",
-        isa=dict(raw="unsigned char", dot_name="sdot", dot="vdotq_laneq_s32", vec="int32x4_t",
-                 dup="vdupq_n_s32", in_vec="int8x16_t", in_load="vld1q_s8", load="vld1q_s32",
-                 store="vst1q_s32", mul_n="vmulq_n_s32", mla_n="vmlaq_n_s32")),
+        isa=dict(_NEON_INT8, dot_name="sdot", dot="vdotq_laneq_s32", in_vec="int8x16_t",
+                 in_load="vld1q_s8")),
+    # udot: unsigned accumulators (the same bits as int32 ones), read as int32 for the store
+    DType.U8I32: KernelShape(
+        mr=8, nr=12, lanes=4, kr=4, own_packing=True, template="kernels/neon_dotprod.c.j2",
+        isa=dict(_NEON_INT8, dot_name="udot", dot="vdotq_laneq_u32", acc_vec="uint32x4_t",
+                 acc_dup="vdupq_n_u32", to_vec="vreinterpretq_s32_u32",
+                 **_neon_operands(_NEON_U8, _NEON_U8))),
 }
 
 # FEAT_I8MM's smmla: 2x8 by 8x2 int8 blocks into 2x2 int32, eight k per 64-bit unit; 8x8 (16
 # accumulators, 4 A and 4 B registers).
+# FEAT_I8MM also has the mixed-sign dot products by lane: usdot (a uint8 vector, int8 lanes) for
+# int8 A x uint8 B and sudot (an int8 vector, uint8 lanes) for uint8 A x int8 B, on the
+# dot-product kernel's 8x12 (B is the vector, A the lanes).
 _NEON_I8MM = {
     DType.I8I32: KernelShape(
         mr=8, nr=8, lanes=4, kr=8, own_packing=True, template="kernels/neon_i8mm.c.j2",
         isa=dict(raw="unsigned char", unit_bits="64", vec="int32x4_t", load="vld1q_s32",
                  store="vst1q_s32", mul_n="vmulq_n_s32", mla_n="vmlaq_n_s32")),
+    DType.S8U8I32: KernelShape(
+        mr=8, nr=12, lanes=4, kr=4, own_packing=True, template="kernels/neon_dotprod.c.j2",
+        isa=dict(_NEON_INT8, dot_name="usdot", dot="vusdotq_laneq_s32",
+                 **_neon_operands(_NEON_S8, _NEON_U8))),
+    DType.U8S8I32: KernelShape(
+        mr=8, nr=12, lanes=4, kr=4, own_packing=True, template="kernels/neon_dotprod.c.j2",
+        isa=dict(_NEON_INT8, dot_name="sudot", dot="vsudotq_laneq_s32",
+                 **_neon_operands(_NEON_U8, _NEON_S8))),
 }
 
 # FEAT_FHM's fmlal / fmlal2: fp16 x fp16 widened into float accumulators (exact products, fused
@@ -368,13 +438,15 @@ _MMA_GROUPS = {
         isa=dict(raw="unsigned short", vec="__vector signed int", ger="__builtin_mma_xvi16ger2pp",
                  load="vec_xl", store="vec_xst", mul="vec_mul", splats="vec_splats"),
     ),
-    DType.I8I32: KernelShape(
+    # (int8 x uint8 is xvi8ger4pp's own product; uint8 x int8 runs the portable kernel)
+    **{dtype: KernelShape(
         mr=8, nr=16, lanes=4, a_width=4, outer_product=True, kr=4, own_packing=True,
         template="kernels/power10_mma_groups.c.j2",
-        isa=dict(raw="unsigned char", b_flip="0x80808080", vec="__vector signed int",
+        isa=dict(raw="unsigned char", vec="__vector signed int",
                  ger="__builtin_mma_xvi8ger4pp", load="vec_xl", store="vec_xst",
-                 mul="vec_mul", splats="vec_splats"),    # madd: the kernel's own (int)
-    ),
+                 mul="vec_mul", splats="vec_splats", **signs),  # madd: the kernel's own (int)
+    ) for dtype, signs in ((DType.I8I32, dict(b_flip="0x80808080")), (DType.S8U8I32, {}),
+                           (DType.U8I32, dict(a_flip="0x80808080", b_colsums="1")))},
 }
 
 # POWER9 VSX (64 x 128-bit registers): one load-and-splat of each packed A element, vec_madd with
@@ -410,10 +482,9 @@ _GENERIC = {
     DType.F64: KernelShape(mr=4, nr=4, template="kernels/generic.c.j2", direct=True),
     DType.I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
     DType.I64: KernelShape(mr=4, nr=4, template="kernels/generic.c.j2", direct=True),
-    DType.I8I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
-    DType.BF16F32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
-    DType.I16I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
-    DType.F16F32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
+    **{dtype: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True)
+       for dtype in (DType.I8I32, DType.U8I32, DType.U8S8I32, DType.S8U8I32, DType.BF16F32,
+                     DType.I16I32, DType.F16F32)},
 }
 
 def _x86_target(name: str, description: str, features: tuple[str, ...],

@@ -41,12 +41,15 @@ GCC = shutil.which("gcc-12") or shutil.which("gcc")
 OBJDUMP = shutil.which("llvm-objdump-19") or shutil.which("llvm-objdump")
 WARN_FLAGS = ("-Wall", "-Wextra", "-Werror")
 
+INT8 = (DType.I8I32, DType.U8I32, DType.U8S8I32, DType.S8U8I32)
 NUMPY = {DType.F32: np.float32, DType.F64: np.float64, DType.I32: np.int32,
-         DType.I64: np.int64, DType.I8I32: np.int8}
+         DType.I64: np.int64, **{d: np.int8 for d in INT8}}
 CDEF_T = {DType.F32: "float", DType.F64: "double", DType.I32: "int", DType.I64: "long",
-          DType.I8I32: "int"}
+          **{d: "int" for d in INT8}}
 CDEF_I = {DType.F32: "float", DType.F64: "double", DType.I32: "int", DType.I64: "long",
-          DType.I8I32: "signed char"}
+          **{d: d.in_ctype for d in INT8}}
+# the values of an int8 operand: its type's, whole
+INT8_SPAN = {"signed char": (-128, 128), "unsigned char": (0, 256)}
 SENTINEL = -77          # C elements outside the m x n corner hold this; they must keep it
 
 WRAPPERS = """
@@ -168,11 +171,14 @@ class Operand:
     """A matrix (rows x cols) stored at base[r*rs + c*cs] in a guarded buffer; every other element of
     the buffer is padding."""
 
-    def __init__(self, values: np.ndarray, rs: int, cs: int, dtype: DType, pad) -> None:
+    def __init__(self, values: np.ndarray, rs: int, cs: int, dtype: DType, pad,
+                 ctype: str = "") -> None:
+        """`ctype`: the elements' type when it is not the GEMM's operand type (uint8 in an
+        int8 buffer: the bits are stored as they are)."""
         rows, cols = values.shape
         self.rs, self.cs = rs, cs
         count = (rows - 1) * rs + (cols - 1) * cs + 1
-        self.buffer = Guarded(count, NUMPY[dtype])
+        self.buffer = Guarded(count, np.uint8 if ctype == "unsigned char" else NUMPY[dtype])
         self.buffer.array[:] = pad
         index = (np.arange(rows)[:, None] * rs + np.arange(cols)[None, :] * cs)
         self.buffer.array[index] = values
@@ -219,11 +225,15 @@ class Library:
              load_c=1, nan_c=False, bpad=None, declined=False, epilogue=False, span=(-3, 4)):
         """One driver call on fresh operands; asserts the exact result (`declined`: that the
         driver declined, returning 0 with C untouched; `epilogue`: with an epilogue hook, C = 2 C
-        + 1, which must have visited each element of C once, after its last update)."""
+        + 1, which must have visited each element of C once, after its last update).  `span`
+        "full": each int8 operand over its type's whole range."""
         dt, T, I = self.dtype, CDEF_T[self.dtype], CDEF_I[self.dtype]
-        a, b = random_ints(rng, (m, k), *span), random_ints(rng, (k, n), *span)
-        A = Operand(a, *layout(m, k, ta, pad), dt, padding_value(dt))
-        B = Operand(b, *layout(k, n, tb, pad if bpad is None else bpad), dt, padding_value(dt))
+        span_a, span_b = (INT8_SPAN[dt.a_ctype], INT8_SPAN[dt.b_ctype]) if span == "full" \
+            else (span, span)
+        a, b = random_ints(rng, (m, k), *span_a), random_ints(rng, (k, n), *span_b)
+        A = Operand(a, *layout(m, k, ta, pad), dt, padding_value(dt), dt.a_ctype)
+        B = Operand(b, *layout(k, n, tb, pad if bpad is None else bpad), dt, padding_value(dt),
+                    dt.b_ctype)
         ldc = n + cpad
         c0 = random_ints(rng, (m, n))
         C = Guarded(m * ldc, NUMPY_C[dt])
@@ -262,7 +272,7 @@ class Library:
 
 
 NUMPY_C = {DType.F32: np.float32, DType.F64: np.float64, DType.I32: np.int32, DType.I64: np.int64,
-           DType.I8I32: np.int32}
+           **{d: np.int32 for d in INT8}}
 
 
 # -- building -------------------------------------------------------------------------------------
@@ -865,41 +875,59 @@ def test_epilogue_tile_by_tile_and_after(builds, target, dtype) -> None:
 VNNI = "x86-avx512-vnni"
 
 
-def vnni_library(builds: Builds, variant: str) -> Library:
+def vnni_library(builds: Builds, variant: str, dtype: DType = DType.I8I32) -> Library:
     """The VNNI kernel's driver; `tiny`: blocks that small sizes cross (kc a multiple of kr=4, so
     k blocks end inside a group of four only at the end of k)."""
     if not host_runs(VNNI):
         pytest.skip(f"this host does not run {VNNI} (no AVX512-VNNI): its code is compiled and "
                     "checked for warnings and vpdpbusd by the other tests, run where the CPU has it")
     if variant == "tiny":
-        key = (VNNI, DType.I8I32, "tiny", True)
+        key = (VNNI, dtype, "tiny", True)
         if key not in builds.cache:
-            plan = make_plan(targets.TARGETS[VNNI], DType.I8I32, overrides={"mc": 24, "kc": 12,
-                                                                             "nc": 64})
-            d = builds.root / "vnni-tiny"
+            plan = make_plan(targets.TARGETS[VNNI], dtype, overrides={"mc": 24, "kc": 12,
+                                                                       "nc": 64})
+            d = builds.root / f"vnni-{dtype.letter}-tiny"
             d.mkdir(parents=True, exist_ok=True)
             (d / "lib.c").write_text(library_source(plan))
             run([CLANG, "-O2", "-shared", "-fPIC", *TRACE_FLAGS, *WARN_FLAGS, str(d / "lib.c"),
                  "-o", str(d / "lib.so")])
             builds.cache[key] = Library(plan, d / "lib.so")
         return builds.cache[key]
-    return builds.library(VNNI, DType.I8I32, variant)
+    return builds.library(VNNI, dtype, variant)
 
 
 @pytest.mark.parametrize("variant", ["default", "tiny"])
-def test_vnni_int8_every_edge_full_range(builds, variant) -> None:
-    """int8 x int8 -> int32 on the VNNI kernel, bit-exact against the int64 reference: operands
-    over the full int8 range (-128 .. 127: A's +128 offset and the column-sum correction), every
-    register-tile and cache-block edge, k not a multiple of four, transposed and padded operands,
-    alpha, beta and load_c, with and without an epilogue."""
-    lib = vnni_library(builds, variant)
+@pytest.mark.parametrize("dtype", INT8, ids=lambda d: d.letter)
+def test_vnni_int8_every_edge_full_range(builds, variant, dtype) -> None:
+    """int8 and uint8 -> int32 on the VNNI kernel, bit-exact against the int64 reference:
+    operands over their types' full range (int8 -128 .. 127: A's +128 offset and the column-sum
+    correction; uint8 0 .. 255: as vpdpbusd takes it, its operands swapped, or A - 128 and the
+    other correction), every register-tile and cache-block edge, k not a multiple of four,
+    transposed and padded operands, alpha, beta and load_c, with and without an epilogue."""
+    lib = vnni_library(builds, variant, dtype)
     sizes = edge_sizes(lib.plan) + [(13, 35, 4 * 3 + 1), (12, 32, 4), (1, 1, 1)]
     rng = np.random.default_rng(11)
     for i, (m, n, k) in enumerate(sizes):
         alpha, beta, load_c = SCALARS[i % len(SCALARS)]
         lib.gemm(rng, m, n, k, ta=bool(i & 1), tb=bool(i & 2), pad=(0, 1, 3)[i % 3],
                  cpad=i % 2, alpha=alpha, beta=beta, load_c=load_c, epilogue=i % 3 == 1,
-                 span=(-128, 128))
+                 span="full")
+
+
+def test_vnni_uint8_large_sums(builds) -> None:
+    """uint8 x uint8 sums that need all of int32: k = 33000 products of 255 * 255 (2.146e9, just
+    below 2^31): A's -128 flip and B's +128 correction cancel exactly."""
+    lib = vnni_library(builds, "default", DType.U8I32)
+    ffi, lib_c = lib.ffi, lib.lib
+    m, n, k = 3, 17, 33000
+    a = np.full((m, k), 255, dtype=np.uint8)
+    b = np.full((k, n), 255, dtype=np.uint8)
+    c = np.zeros((m, n), dtype=np.int32)
+    ok = lib_c.t_driver(m, n, k, 1, ffi.cast("unsigned char *", a.ctypes.data), k, 1,
+                        ffi.cast("unsigned char *", b.ctypes.data), n, 1, 0, 0,
+                        ffi.cast("int *", c.ctypes.data), n, ffi.NULL)
+    assert ok == 1
+    assert (c == 255 * 255 * k).all(), c[0, :4]
 
 
 def test_vnni_int8_large_sums(builds) -> None:
@@ -966,15 +994,17 @@ static __inline__ __attribute__((target("avx2"))) __m256i kf_emu_dpbusd(__m256i 
 
 
 @pytest.mark.parametrize("variant", ["default", "tiny"])
-def test_avxvnni_kernel_emulated(tmp_path, variant) -> None:
-    """The AVX-VNNI kernel (x86-avxvnni: 256-bit vpdpbusd, A + 128 and B's column sums) built from
-    its template with vpdpbusd replaced by a plain-C stand-in, run on this AVX2 CPU: bit-exact
-    over the full int8 range on every tile and block edge.  (No CPU here has AVX-VNNI: the real
-    instruction's semantics are the stand-in's.)"""
+@pytest.mark.parametrize("dtype", INT8, ids=lambda d: d.letter)
+def test_avxvnni_kernel_emulated(tmp_path, variant, dtype) -> None:
+    """The AVX-VNNI kernel (x86-avxvnni: 256-bit vpdpbusd, A + 128 and B's column sums; uint8
+    operands as the instruction takes them) built from its template with vpdpbusd replaced by a
+    plain-C stand-in, run on this AVX2 CPU: bit-exact over the full int8 and uint8 ranges on every
+    tile and block edge.  (No CPU here has AVX-VNNI: the real instruction's semantics are the
+    stand-in's.)"""
     if not host_runs("x86-avx2"):
         pytest.skip("this host does not run AVX2")
     overrides = {"mc": 12, "kc": 8, "nc": 32} if variant == "tiny" else None
-    plan = make_plan(targets.TARGETS["x86-avxvnni"], DType.I8I32, overrides=overrides)
+    plan = make_plan(targets.TARGETS["x86-avxvnni"], dtype, overrides=overrides)
     plan = replace(plan, isa={**plan.isa, "dot": "kf_emu_dpbusd"},
                    attribute='__attribute__((target("avx2,fma")))')
     src, lib = tmp_path / "lib.c", tmp_path / "lib.so"
@@ -989,7 +1019,7 @@ def test_avxvnni_kernel_emulated(tmp_path, variant) -> None:
         alpha, beta, load_c = SCALARS[i % len(SCALARS)]
         library.gemm(rng, m, n, k, ta=bool(i & 1), tb=bool(i & 2), pad=(0, 1, 3)[i % 3],
                      cpad=i % 2, alpha=alpha, beta=beta, load_c=load_c, epilogue=i % 3 == 1,
-                     span=(-128, 128))
+                     span="full")
 
 
 # -- AMX, emulated ------------------------------------------------------------------------------------
@@ -1023,8 +1053,9 @@ static void kf_emu_stored(int t, void *base, long stride)
     for (r = 0; r < kf_emu_rows[t]; ++r)
         memcpy((unsigned char *)base + r * stride, kf_emu_tmm[t][r], kf_emu_colsb[t]);
 }
-/* tdpbssd: C (int32, rows x colsb/4) += A (int8, rows x 4K) . B (K rows of colsb/4 groups of 4) */
-static void kf_emu_dpbssd(int c, int a, int b)
+/* tdpb[su][su]d: C (int32, rows x colsb/4) += A (int8 / uint8: EMU_A, rows x 4K) . B (EMU_B,
+ * K rows of colsb/4 groups of 4) */
+static void kf_emu_dp(int c, int a, int b)
 {
     int m, n, k4, t;
     for (m = 0; m < kf_emu_rows[c]; ++m)
@@ -1033,8 +1064,8 @@ static void kf_emu_dpbssd(int c, int a, int b)
             memcpy(&acc, &kf_emu_tmm[c][m][4 * n], 4);
             for (k4 = 0; k4 < kf_emu_colsb[a] / 4; ++k4)
                 for (t = 0; t < 4; ++t)
-                    acc = (int)((unsigned)acc + (unsigned)((signed char)kf_emu_tmm[a][m][4 * k4 + t]
-                                                            * (signed char)kf_emu_tmm[b][k4][4 * n + t]));
+                    acc = (int)((unsigned)acc + (unsigned)((EMU_A)kf_emu_tmm[a][m][4 * k4 + t]
+                                                            * (EMU_B)kf_emu_tmm[b][k4][4 * n + t]));
             memcpy(&kf_emu_tmm[c][m][4 * n], &acc, 4);
         }
 }
@@ -1043,22 +1074,29 @@ static void kf_emu_release(void) {}
 
 
 @pytest.mark.parametrize("variant", ["default", "tiny"])
-def test_amx_kernel_emulated(tmp_path, variant) -> None:
-    """The AMX kernel (x86-amx: four 16x16 int32 tiles, tdpbssd) and its packing, from the
-    template with the tile operations replaced by plain-C stand-ins (EMULATED_AMX), run here:
-    bit-exact over the full int8 range on every tile, k step (64) and block edge.  (No CPU here
-    has AMX: the instructions' semantics are the stand-ins'; bench/int8.py measures it where one
-    does.)"""
+@pytest.mark.parametrize("dtype", INT8, ids=lambda d: d.letter)
+def test_amx_kernel_emulated(tmp_path, variant, dtype) -> None:
+    """The AMX kernel (x86-amx: four 16x16 int32 tiles; tdpbssd, tdpbusd, tdpbsud or tdpbuud as
+    A and B are int8 or uint8) and its packing, from the template with the tile operations
+    replaced by plain-C stand-ins (EMULATED_AMX), run here: bit-exact over the full int8 and
+    uint8 ranges on every tile, k step (64) and block edge.  (No CPU here has AMX: the
+    instructions' semantics are the stand-ins'; bench/int8.py measures it where one does.)"""
     overrides = {"mc": 64, "kc": 128, "nc": 64} if variant == "tiny" else None
-    plan = make_plan(targets.TARGETS["x86-amx"], DType.I8I32, overrides=overrides)
+    plan = make_plan(targets.TARGETS["x86-amx"], dtype, overrides=overrides)
+    signs = re.fullmatch(r"_tile_dpb([su])([su])d", plan.isa["dp"])
+    assert signs, plan.isa["dp"]
+    kinds = {"s": "signed char", "u": "unsigned char"}
+    assert (kinds[signs[1]], kinds[signs[2]]) == (dtype.a_ctype, dtype.b_ctype)
     plan = replace(plan, isa={**plan.isa, **{op: f"kf_emu_{op}" for op in (
-        "loadconfig", "zero", "loadd", "dpbssd", "stored", "release")},
+        "loadconfig", "zero", "loadd", "dp", "stored", "release")},
         "emulated": "1", "ready": "_emu_ready"}, attribute="")
     src, lib = tmp_path / "lib.c", tmp_path / "lib.so"
     text = library_source(plan)
     header_end = text.index("typedef __PTRDIFF_TYPE__ kf_index;")
     ready = f"static int {plan.kernel_name}_emu_ready(void) {{ return 1; }}\n"
-    src.write_text(text[:header_end] + EMULATED_AMX + ready + text[header_end:])
+    emulation = (f"#define EMU_A {dtype.a_ctype}\n#define EMU_B {dtype.b_ctype}\n" +
+                 EMULATED_AMX)
+    src.write_text(text[:header_end] + emulation + ready + text[header_end:])
     run([CLANG, "-O1", "-shared", "-fPIC", *TRACE_FLAGS, *WARN_FLAGS, str(src), "-o", str(lib)])
     library = Library(plan, lib)
     rng = np.random.default_rng(9)
@@ -1068,4 +1106,4 @@ def test_amx_kernel_emulated(tmp_path, variant) -> None:
         alpha, beta, load_c = SCALARS[i % len(SCALARS)]
         library.gemm(rng, m, n, k, ta=bool(i & 1), tb=bool(i & 2), pad=(0, 1, 3)[i % 3],
                      cpad=i % 2, alpha=alpha, beta=beta, load_c=load_c, epilogue=i % 3 == 1,
-                     span=(-128, 128))
+                     span="full")

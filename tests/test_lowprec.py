@@ -62,10 +62,23 @@ void gemm(int m, int n, int k, const __bf16 *a, int lda, const __bf16 *b, float 
 """,
 }
 LOOPS["fp16"] = LOOPS["bf16"].replace("__bf16", "_Float16")
+# uint8 operands: both, A only, B only (vpdpbusd's own uint8 x int8 among them)
+LOOPS["uint8"] = LOOPS["int8"].replace("int8_t", "uint8_t")
+LOOPS["u8s8"] = LOOPS["int8"].replace("const int8_t *a", "const uint8_t *a")
+LOOPS["s8u8"] = LOOPS["int8"].replace("const int8_t *b", "const uint8_t *b")
+# ... its product written B first, with conversions: the roles come from the subscripts
+LOOPS["s8u8_cast"] = LOOPS["s8u8"].replace("a[i * lda + p] * b[p * n + j]",
+                                           "(int)b[p * n + j] * (int32_t)a[i * lda + p]")
 
 # int16: up to 4000 in magnitude, so that no sum of k <= 130 products overflows int32 (the loop's
 # overflow is undefined; the kernels wrap)
-TYPES = {"int8": ("int8_t", "int32_t", "(int8_t)(rand() % 256 - 128)"),
+INT8_FILL = "(int8_t)(rand() % 256 - 128)"
+UINT8_FILL = "(uint8_t)(rand() % 256)"
+TYPES = {"int8": ("int8_t", "int32_t", INT8_FILL),
+         "uint8": ("uint8_t", "int32_t", UINT8_FILL),
+         "u8s8": ("uint8_t", "int32_t", UINT8_FILL, "int8_t", INT8_FILL),
+         "s8u8": ("int8_t", "int32_t", INT8_FILL, "uint8_t", UINT8_FILL),
+         "s8u8_cast": ("int8_t", "int32_t", INT8_FILL, "uint8_t", UINT8_FILL),
          "int16": ("short", "int", "(short)(rand() % 8001 - 4000)"),
          "bf16": ("__bf16", "float", "small_bf16(rand() % 9 - 4)"),
          "fp16": ("_Float16", "float", "(_Float16)(rand() % 9 - 4)")}
@@ -98,9 +111,10 @@ HARNESS = r"""
 #include <stdlib.h>
 #include <string.h>
 typedef {A} elem;
+typedef {B} elem_b;
 typedef {C} result;
-void gemm(int m, int n, int k, const elem *a, int lda, const elem *b, result *c, int ldc);
-void reference(int m, int n, int k, const elem *a, int lda, const elem *b, result *c, int ldc);
+void gemm(int m, int n, int k, const elem *a, int lda, const elem_b *b, result *c, int ldc);
+void reference(int m, int n, int k, const elem *a, int lda, const elem_b *b, result *c, int ldc);
 extern long kernelfarer_fast_path_calls;
 {helper}int main(void)
 {{
@@ -109,12 +123,12 @@ extern long kernelfarer_fast_path_calls;
     for (s = 0; s < (int)(sizeof sizes / sizeof sizes[0]); s++) {{
         int m = sizes[s][0], n = sizes[s][1], k = sizes[s][2], lda = k + 3, ldc = n + 2, i;
         elem *a = malloc(sizeof(elem) * (size_t)(m * lda + 1));
-        elem *b = malloc(sizeof(elem) * (size_t)(k * n + 1));
+        elem_b *b = malloc(sizeof(elem_b) * (size_t)(k * n + 1));
         result *c = malloc(sizeof(result) * (size_t)(m * ldc + 1));
         result *r = malloc(sizeof(result) * (size_t)(m * ldc + 1));
         srand(s + 1);
         for (i = 0; i < m * lda; i++) a[i] = {fill};
-        for (i = 0; i < k * n; i++) b[i] = {fill};
+        for (i = 0; i < k * n; i++) b[i] = {fill_b};
         for (i = 0; i < m * ldc; i++) c[i] = r[i] = (result)(i % 7);
         gemm(m, n, k, a, lda, b, c, ldc);
         reference(m, n, k, a, lda, b, r, ldc);
@@ -143,9 +157,11 @@ def build_and_run(tmp: Path, kind: str, target: str, blocking: dict, env: dict |
     assert any(r.replaced for r in result.remarks), [r.message() for r in result.remarks]
     (tmp / "rewritten.c").write_text(result.text)
     (tmp / "reference.c").write_text(LOOPS[kind].replace("void gemm(", "void reference("))
-    a, c, fill = TYPES[kind]
+    a, c, fill = TYPES[kind][:3]
+    b, fill_b = TYPES[kind][3:] or (a, fill)      # B's type when it is not A's
     sizes = ", ".join(f"{{{m}, {n}, {k}}}" for m, n, k in SIZES)
-    (tmp / "main.c").write_text(HARNESS.format(A=a, C=c, fill=fill, sizes=sizes,
+    (tmp / "main.c").write_text(HARNESS.format(A=a, B=b, C=c, fill=fill, fill_b=fill_b,
+                                               sizes=sizes,
                                                helper=SMALL_BF16 if kind == "bf16" else ""))
     exe = tmp / "run"
     if cross:
@@ -161,7 +177,9 @@ def build_and_run(tmp: Path, kind: str, target: str, blocking: dict, env: dict |
     return done.stdout
 
 
-NATIVE = {"int8": "x86-avx512-vnni", "int16": "x86-avx512-vnni", "bf16": "x86-avx512-bf16"}
+NATIVE = {"int8": "x86-avx512-vnni", "int16": "x86-avx512-vnni", "bf16": "x86-avx512-bf16",
+          "uint8": "x86-avx512-vnni", "u8s8": "x86-avx512-vnni", "s8u8": "x86-avx512-vnni",
+          "s8u8_cast": "x86-avx512-vnni"}
 TINY = {"mc": 24, "kc": 8, "nc": 64}
 
 
@@ -206,6 +224,37 @@ def test_a_product_of_two_bf16_is_not_taken_for_an_exact_one(tmp_path) -> None:
     assert "rounded to 16 bits" in result.remarks[0].message()
 
 
+def test_uint8_held_in_a_signed_char_is_not_taken_for_the_element(tmp_path) -> None:
+    """A uint8 element stored to a signed char on the way changes value (200 becomes -56): the
+    nest is not a GEMM of the uint8 array; held in an int, it is."""
+    src = tmp_path / "u.c"
+    body = LOOPS["uint8"].replace("acc += a[i * lda + p] * b[p * n + j];",
+                                  "{ signed char x = a[i * lda + p]; acc += x * b[p * n + j]; }")
+    src.write_text(body)
+    result = rewrite_file(str(src), RewriteOptions(target="generic", verify=False))
+    assert not any(r.replaced for r in result.remarks)
+    assert "'x' is signed char: what it is given would be cut to 8 bits" in \
+        result.remarks[0].message()
+    src.write_text(body.replace("signed char x", "int x"))
+    result = rewrite_file(str(src), RewriteOptions(target="generic", verify=False))
+    assert any(r.replaced for r in result.remarks), [r.message() for r in result.remarks]
+    assert "unsigned char->int GEMM" in result.remarks[0].message()
+
+
+@pytest.mark.parametrize("local", ["signed char x = a[i * lda + p] * b[p * n + j]; acc += x;",
+                                   "signed char x = a[i * lda + p] + 0; x *= b[p * n + j]; "
+                                   "acc += x;"])
+def test_a_product_cut_to_a_signed_char_is_not_taken_for_an_exact_one(tmp_path, local) -> None:
+    """int8 x int8 stored to a signed char keeps only its low 8 bits: not the product the kernels
+    sum (this was once replaced, and differed from the loop)."""
+    src = tmp_path / "s.c"
+    src.write_text(LOOPS["int8"].replace("acc += a[i * lda + p] * b[p * n + j];",
+                                         "{ " + local + " }"))
+    result = rewrite_file(str(src), RewriteOptions(target="generic", verify=False))
+    assert not any(r.replaced for r in result.remarks), [r.message() for r in result.remarks]
+    assert "would be cut to 8 bits" in result.remarks[0].message()
+
+
 @pytest.mark.skipif(not OBJDUMP, reason="no llvm-objdump")
 @pytest.mark.parametrize("kind, target, insn, per_group", [
     ("int8", "x86-avx512-vnni", "vpdpbusd", 24), ("int16", "x86-avx512-vnni", "vpdpwssd", 24),
@@ -230,8 +279,16 @@ CROSS_LOWPREC = {
     "neon-fhm": ("fp16", {"mc": 16, "kc": 8, "nc": 16}, "cortex-a76", None),
     "power10-mma": ("int8", {"mc": 16, "kc": 8, "nc": 48}, "power9",
                     ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
-    "power10-mma-int16": ("int16", {"mc": 16, "kc": 8, "nc": 48}, "power9",
+    "power10-mma:int16": ("int16", {"mc": 16, "kc": 8, "nc": 48}, "power9",
                           ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
+    "power10-mma:uint8": ("uint8", {"mc": 16, "kc": 8, "nc": 48}, "power9",
+                          ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
+    "power10-mma:s8u8": ("s8u8", {"mc": 16, "kc": 8, "nc": 48}, "power9",
+                         ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
+    # uint8: udot (dotprod), usdot / sudot (i8mm; Cortex-A76 has dotprod, not i8mm)
+    "neon-dotprod:uint8": ("uint8", {"mc": 16, "kc": 8, "nc": 48}, "cortex-a53", None),
+    "neon-i8mm:s8u8": ("s8u8", {"mc": 16, "kc": 8, "nc": 48}, "cortex-a76", None),
+    "neon-i8mm:u8s8": ("u8s8", {"mc": 16, "kc": 8, "nc": 48}, "cortex-a76", None),
 }
 
 
@@ -244,7 +301,7 @@ def test_cross_kernel_equals_the_loop_under_qemu(tmp_path, name) -> None:
     dot product, Cortex-A76 no bf16; POWER9, with the program built for it) the run-time check
     sends every call to the original loops, no illegal instruction."""
     kind, tiny, old_cpu, old_flags = CROSS_LOWPREC[name]
-    name = name.removesuffix("-int16")
+    name = name.split(":")[0]
     target = targets.TARGETS[name]
     if not shutil.which(target.emulator[0]):
         pytest.skip(f"no {target.emulator[0]} (apt-get install qemu-user)")
@@ -263,9 +320,12 @@ def test_cross_kernel_equals_the_loop_under_qemu(tmp_path, name) -> None:
 @pytest.mark.skipif(not OBJDUMP, reason="no llvm-objdump")
 @pytest.mark.parametrize("kind, name, insn, per_group", [
     ("int8", "neon-dotprod", "sdot", 24), ("bf16", "neon-bf16", "bfdot", 24),
-    ("int8", "neon-i8mm", "smmla", 16), ("fp16", "neon-fhm", "fmlal", 16)])
+    ("int8", "neon-i8mm", "smmla", 16), ("fp16", "neon-fhm", "fmlal", 16),
+    ("uint8", "neon-dotprod", "udot", 24), ("s8u8", "neon-i8mm", "usdot", 24),
+    ("u8s8", "neon-i8mm", "sudot", 24)])
 def test_arm_dot_k_loop(tmp_path, kind, name, insn, per_group) -> None:
-    """The Arm kernels' k loops: 24 by-lane sdot / bfdot per group (8 rows x 3 quads of columns),
+    """The Arm kernels' k loops: 24 by-lane sdot / udot / usdot / sudot / bfdot per group (8 rows
+    x 3 quads of columns),
     16 smmla (4 row pairs x 4 column pairs), 16 fmlal / fmlal2 per k step (8 rows x 2 quads),
     nothing on the stack (sp)."""
     body = k_loop(tmp_path, kind, name, insn,
