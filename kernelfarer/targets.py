@@ -276,15 +276,20 @@ _AVX_VNNI = _dpbusd_kernels(6, 16, 8, "kernels/x86_avx2_madd.c.j2", "_mm256_dpbu
 
 # Intel AMX: tdpbssd on 16x16 int32 tiles, 32x32 from four of them, k padded to 64 per tile step
 # (kr = 64; x86_amx.c.j2 packs for it).
-# One instruction per signedness of A and B: tdpbssd, tdpbsud, tdpbusd, tdpbuud.
+# One instruction per signedness of A and B: tdpbssd, tdpbsud, tdpbusd, tdpbuud; bf16 with
+# tdpbf16ps (k padded to 32 per tile step: 64 bytes).
+def _amx(kr: int, dp: str, raw: str) -> KernelShape:
+    return KernelShape(
+        mr=32, nr=32, lanes=16, kr=kr, own_packing=True, template="kernels/x86_amx.c.j2",
+        isa=dict(loadconfig="_tile_loadconfig", zero="_tile_zero", loadd="_tile_loadd", dp=dp,
+                 stored="_tile_stored", release="_tile_release", ready="_ready", raw=raw))
+
+
 _AMX = {
-    dtype: KernelShape(
-        mr=32, nr=32, lanes=16, kr=64, own_packing=True, template="kernels/x86_amx.c.j2",
-        isa=dict(loadconfig="_tile_loadconfig", zero="_tile_zero", loadd="_tile_loadd",
-                 dp=f"_tile_dpb{signs}d", stored="_tile_stored", release="_tile_release",
-                 ready="_ready"))
-    for dtype, signs in ((DType.I8I32, "ss"), (DType.S8U8I32, "su"), (DType.U8S8I32, "us"),
-                         (DType.U8I32, "uu"))
+    **{dtype: _amx(64, f"_tile_dpb{signs}d", "unsigned char")
+       for dtype, signs in ((DType.I8I32, "ss"), (DType.S8U8I32, "su"), (DType.U8S8I32, "us"),
+                            (DType.U8I32, "uu"))},
+    DType.BF16F32: _amx(32, "_tile_dpbf16ps", "unsigned short"),
 }
 
 _AVX2 = {
@@ -523,12 +528,15 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
                     "(other types: x86-avx512)", ("avx512f", "avx512vnni"),
                     ("avx512f", "avx512_vnni"), "avx512f,avx512vnni,avx2,fma", _AVX512_VNNI, 31,
                     "defined(__AVX512F__) && defined(__AVX512VNNI__)"),
-        Target(name="x86-amx", description="x86-64 with AMX (tile registers, tdpbssd): int8 GEMMs "
-               "(other types: x86-avx512)", cpu_features=("amx-tile", "amx-int8"),
-               cpuinfo_flags=("amx_tile", "amx_int8"), attribute="amx-tile,amx-int8",
+        Target(name="x86-amx", description="x86-64 with AMX (tile registers, tdpbssd, "
+               "tdpbf16ps): int8 and bf16 GEMMs (other types: x86-avx512)",
+               cpu_features=("amx-tile", "amx-int8", "amx-bf16"),
+               cpuinfo_flags=("amx_tile", "amx_int8", "amx_bf16"),
+               attribute="amx-tile,amx-int8,amx-bf16",
                headers=("immintrin.h", "sys/syscall.h"), kernels=_AMX, priority=32,
-               arch="x86_64", cpu_check=_x86_check("amx-tile", "amx-int8"),
-               isa_macro="defined(__AMX_TILE__) && defined(__AMX_INT8__)"),
+               arch="x86_64", cpu_check=_x86_check("amx-tile", "amx-int8", "amx-bf16"),
+               isa_macro="defined(__AMX_TILE__) && defined(__AMX_INT8__) && "
+                         "defined(__AMX_BF16__)"),
         _x86_target("x86-avx512-bf16", "x86-64 with AVX512-BF16: bf16 GEMMs summed in float with "
                     "vdpbf16ps (other types: x86-avx512)", ("avx512f", "avx512bf16"),
                     ("avx512f", "avx512_bf16"), "avx512f,avx512bf16,avx512bw,avx512vl,avx2,fma",

@@ -42,12 +42,14 @@ OBJDUMP = shutil.which("llvm-objdump-19") or shutil.which("llvm-objdump")
 WARN_FLAGS = ("-Wall", "-Wextra", "-Werror")
 
 INT8 = (DType.I8I32, DType.U8I32, DType.U8S8I32, DType.S8U8I32)
+# bf16 operands: their bits in uint16 (cffi has no __bf16; a pointer is a pointer)
 NUMPY = {DType.F32: np.float32, DType.F64: np.float64, DType.I32: np.int32,
-         DType.I64: np.int64, **{d: np.int8 for d in INT8}}
+         DType.I64: np.int64, **{d: np.int8 for d in INT8}, DType.BF16F32: np.uint16}
 CDEF_T = {DType.F32: "float", DType.F64: "double", DType.I32: "int", DType.I64: "long",
-          **{d: "int" for d in INT8}}
+          **{d: "int" for d in INT8}, DType.BF16F32: "float"}
 CDEF_I = {DType.F32: "float", DType.F64: "double", DType.I32: "int", DType.I64: "long",
-          **{d: d.in_ctype for d in INT8}}
+          **{d: d.in_ctype for d in INT8}, DType.BF16F32: "unsigned short"}
+BF16_NAN = 0x7fc0
 # the values of an int8 operand: its type's, whole
 INT8_SPAN = {"signed char": (-128, 128), "unsigned char": (0, 256)}
 SENTINEL = -77          # C elements outside the m x n corner hold this; they must keep it
@@ -164,7 +166,14 @@ def unread_value(dtype: DType):
 
 
 def padding_value(dtype: DType):
+    if dtype is DType.BF16F32:
+        return BF16_NAN
     return np.nan if dtype.kind == "float" else 100  # ints: a large value shows in the sum
+
+
+def bf16_bits(values: np.ndarray) -> np.ndarray:
+    """Small integers as bf16 (exact: the top half of their float bits)."""
+    return (values.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
 
 
 class Operand:
@@ -179,6 +188,8 @@ class Operand:
         self.rs, self.cs = rs, cs
         count = (rows - 1) * rs + (cols - 1) * cs + 1
         self.buffer = Guarded(count, np.uint8 if ctype == "unsigned char" else NUMPY[dtype])
+        if dtype is DType.BF16F32:
+            values = bf16_bits(values)
         self.buffer.array[:] = pad
         index = (np.arange(rows)[:, None] * rs + np.arange(cols)[None, :] * cs)
         self.buffer.array[index] = values
@@ -272,7 +283,7 @@ class Library:
 
 
 NUMPY_C = {DType.F32: np.float32, DType.F64: np.float64, DType.I32: np.int32, DType.I64: np.int64,
-           **{d: np.int32 for d in INT8}}
+           **{d: np.int32 for d in INT8}, DType.BF16F32: np.float32}
 
 
 # -- building -------------------------------------------------------------------------------------
@@ -651,7 +662,7 @@ WHOLE_FILE_ISA = {"generic": [], "x86-avx2": ["-mavx2", "-mfma"],
                   "x86-avx512-bf16": ["-mavx512f", "-mavx512bf16", "-mavx512bw", "-mavx512vl",
                                       "-mavx2", "-mfma"],
                   "x86-avxvnni": ["-mavx2", "-mfma", "-mavxvnni"],
-                  "x86-amx": ["-mamx-tile", "-mamx-int8"],
+                  "x86-amx": ["-mamx-tile", "-mamx-int8", "-mamx-bf16"],
                   "x86-auto": ["-mavx512f", "-mavx2", "-mfma"]}
 
 
@@ -1022,6 +1033,34 @@ def test_avxvnni_kernel_emulated(tmp_path, variant, dtype) -> None:
                      span="full")
 
 
+# -- AMX ---------------------------------------------------------------------------------------------
+
+AMX_INSN = {DType.I8I32: "tdpbssd", DType.S8U8I32: "tdpbsud", DType.U8S8I32: "tdpbusd",
+            DType.U8I32: "tdpbuud", DType.BF16F32: "tdpbf16ps"}
+
+
+@pytest.mark.skipif(not OBJDUMP, reason="no llvm-objdump")
+@pytest.mark.parametrize("dtype", list(AMX_INSN), ids=lambda d: d.letter)
+def test_amx_kernel_k_loop(tmp_path, dtype) -> None:
+    """The AMX kernels' k loop (compiled only: any host checks it): per tile step, four tile loads
+    (two A, two B tiles) and four products into the four accumulator tiles, of the instruction
+    for the operands' types (a multiple of four when unrolled), and no register spilled."""
+    plan = make_plan(targets.TARGETS["x86-amx"], dtype)
+    src, obj = tmp_path / "amx.c", tmp_path / "amx.o"
+    src.write_text(library_source(plan))
+    run([CLANG, "-O3", "-c", str(src), "-o", str(obj)])
+    loops = k_loops(obj, r"^tdp")
+    assert loops, f"no k loop with tile products in the {dtype.label} kernel"
+    _, body = loops[0]
+    text = "\n".join(body)
+    products = [i for i in body if i.startswith("tdp")]
+    # (a multiple of four when the compiler unrolls)
+    assert products and len(products) % 4 == 0, text
+    assert all(i.startswith(AMX_INSN[dtype] + " ") for i in products), text
+    assert sum(1 for i in body if i.startswith("tileloadd")) == len(products), text
+    assert not any(re.match(r"mov\S*\s.*\(%r", i) for i in body), text   # no spills
+
+
 # -- AMX, emulated ------------------------------------------------------------------------------------
 
 EMULATED_AMX = """
@@ -1053,40 +1092,66 @@ static void kf_emu_stored(int t, void *base, long stride)
     for (r = 0; r < kf_emu_rows[t]; ++r)
         memcpy((unsigned char *)base + r * stride, kf_emu_tmm[t][r], kf_emu_colsb[t]);
 }
-/* tdpb[su][su]d: C (int32, rows x colsb/4) += A (int8 / uint8: EMU_A, rows x 4K) . B (EMU_B,
- * K rows of colsb/4 groups of 4) */
+static void kf_emu_release(void) {}
+/* tdpb[su][su]d and tdpbf16ps: C (rows x colsb/4 of EMU_ACC) += A (rows x groups of 4 bytes) . B
+ * (a row per group: colsb/4 groups), each group's EMU_PER products (EMU_MUL of the elements at
+ * two addresses) added in turn (EMU_ADD) */
 static void kf_emu_dp(int c, int a, int b)
 {
-    int m, n, k4, t;
+    int m, n, g, t;
     for (m = 0; m < kf_emu_rows[c]; ++m)
         for (n = 0; n < kf_emu_colsb[c] / 4; ++n) {
-            int acc;
+            EMU_ACC acc;
             memcpy(&acc, &kf_emu_tmm[c][m][4 * n], 4);
-            for (k4 = 0; k4 < kf_emu_colsb[a] / 4; ++k4)
-                for (t = 0; t < 4; ++t)
-                    acc = (int)((unsigned)acc + (unsigned)((EMU_A)kf_emu_tmm[a][m][4 * k4 + t]
-                                                            * (EMU_B)kf_emu_tmm[b][k4][4 * n + t]));
+            for (g = 0; g < kf_emu_colsb[a] / 4; ++g)
+                for (t = 0; t < EMU_PER; ++t)
+                    acc = EMU_ADD(acc, EMU_MUL(&kf_emu_tmm[a][m][4 * g + 4 / EMU_PER * t],
+                                               &kf_emu_tmm[b][g][4 * n + 4 / EMU_PER * t]));
             memcpy(&kf_emu_tmm[c][m][4 * n], &acc, 4);
         }
 }
-static void kf_emu_release(void) {}
 """
+# the element types' side of kf_emu_dp: int8 / uint8 (wrapping int32 sums) and bf16 (exact for the
+# small integers the test uses)
+EMULATED_AMX_TYPES = {"int": """
+#define EMU_ACC int
+#define EMU_PER 4
+#define EMU_MUL(p, q) ((EMU_A)*(p) * (EMU_B)*(q))
+#define EMU_ADD(acc, x) (int)((unsigned)(acc) + (unsigned)(x))
+""", "float": """
+#define EMU_ACC float
+#define EMU_PER 2
+#define EMU_MUL(p, q) (kf_emu_bf16(p) * kf_emu_bf16(q))
+#define EMU_ADD(acc, x) ((acc) + (x))
+#include <string.h>
+static float kf_emu_bf16(const unsigned char *p)
+{
+    unsigned u = (unsigned)(p[0] | p[1] << 8) << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+"""}
 
 
 @pytest.mark.parametrize("variant", ["default", "tiny"])
-@pytest.mark.parametrize("dtype", INT8, ids=lambda d: d.letter)
+@pytest.mark.parametrize("dtype", [*INT8, DType.BF16F32], ids=lambda d: d.letter)
 def test_amx_kernel_emulated(tmp_path, variant, dtype) -> None:
-    """The AMX kernel (x86-amx: four 16x16 int32 tiles; tdpbssd, tdpbusd, tdpbsud or tdpbuud as
-    A and B are int8 or uint8) and its packing, from the template with the tile operations
-    replaced by plain-C stand-ins (EMULATED_AMX), run here: bit-exact over the full int8 and
-    uint8 ranges on every tile, k step (64) and block edge.  (No CPU here has AMX: the
-    instructions' semantics are the stand-ins'; bench/int8.py measures it where one does.)"""
+    """The AMX kernels (x86-amx: four 16x16 int32 or float tiles; tdpbssd, tdpbusd, tdpbsud or
+    tdpbuud as A and B are int8 or uint8, tdpbf16ps for bf16) and their packing, from the
+    template with the tile operations replaced by plain-C stand-ins (EMULATED_AMX), run here:
+    bit-exact over the full int8 and uint8 ranges (bf16: small integers, exact sums) on every
+    tile, k step (64 int8, 32 bf16) and block edge.  (No CPU here has AMX: the instructions'
+    semantics are the stand-ins'; bench/int8.py measures it where one does.)"""
     overrides = {"mc": 64, "kc": 128, "nc": 64} if variant == "tiny" else None
     plan = make_plan(targets.TARGETS["x86-amx"], dtype, overrides=overrides)
-    signs = re.fullmatch(r"_tile_dpb([su])([su])d", plan.isa["dp"])
-    assert signs, plan.isa["dp"]
-    kinds = {"s": "signed char", "u": "unsigned char"}
-    assert (kinds[signs[1]], kinds[signs[2]]) == (dtype.a_ctype, dtype.b_ctype)
+    if dtype is DType.BF16F32:
+        assert plan.isa["dp"] == "_tile_dpbf16ps"
+    else:
+        signs = re.fullmatch(r"_tile_dpb([su])([su])d", plan.isa["dp"])
+        assert signs, plan.isa["dp"]
+        kinds = {"s": "signed char", "u": "unsigned char"}
+        assert (kinds[signs[1]], kinds[signs[2]]) == (dtype.a_ctype, dtype.b_ctype)
     plan = replace(plan, isa={**plan.isa, **{op: f"kf_emu_{op}" for op in (
         "loadconfig", "zero", "loadd", "dp", "stored", "release")},
         "emulated": "1", "ready": "_emu_ready"}, attribute="")
@@ -1095,7 +1160,7 @@ def test_amx_kernel_emulated(tmp_path, variant, dtype) -> None:
     header_end = text.index("typedef __PTRDIFF_TYPE__ kf_index;")
     ready = f"static int {plan.kernel_name}_emu_ready(void) {{ return 1; }}\n"
     emulation = (f"#define EMU_A {dtype.a_ctype}\n#define EMU_B {dtype.b_ctype}\n" +
-                 EMULATED_AMX)
+                 EMULATED_AMX_TYPES[dtype.kind] + EMULATED_AMX)
     src.write_text(text[:header_end] + emulation + ready + text[header_end:])
     run([CLANG, "-O1", "-shared", "-fPIC", *TRACE_FLAGS, *WARN_FLAGS, str(src), "-o", str(lib)])
     library = Library(plan, lib)
@@ -1106,4 +1171,4 @@ def test_amx_kernel_emulated(tmp_path, variant, dtype) -> None:
         alpha, beta, load_c = SCALARS[i % len(SCALARS)]
         library.gemm(rng, m, n, k, ta=bool(i & 1), tb=bool(i & 2), pad=(0, 1, 3)[i % 3],
                      cpad=i % 2, alpha=alpha, beta=beta, load_c=load_c, epilogue=i % 3 == 1,
-                     span="full")
+                     span="full" if dtype.kind == "int" else (-4, 5))
