@@ -9,6 +9,11 @@ order of summation gives the same float): each variant must equal the user's loo
 interleaved, best of several rounds, one thread; GFLOP/s counts 2MNK.
 
     python bench/bf16.py [--sizes 1024,2048] [--rounds 5] [--naive-max 1024]
+                         [--half fp16] [--path x86-avx512]
+
+--half fp16: `_Float16` operands instead (on x86-64 with AVX-512: converted to float as they are
+packed, then the float kernel); --path: the x86-auto path forced (KERNELFARER_PATH), e.g.
+x86-avx512 for bf16 through that conversion on a CPU that has AVX512-BF16.
 """
 
 from __future__ import annotations
@@ -45,20 +50,24 @@ HARNESS = (r"""
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-typedef void bgemm(int, int, int, const __bf16 *, const __bf16 *, float *);
+typedef void bgemm(int, int, int, const HALF *, const HALF *, float *);
 typedef void sgemm(int, int, int, const float *, const float *, float *);
 bgemm kf_bf16, kf_bf16_generic, naive_bf16;
 sgemm kf_f32;
 
-static __bf16 to_bf16(float f)      /* exact for the small integers used here */
+static HALF to_half(float f)      /* exact for the small integers used here */
 {
+#ifdef HALF_IS_FP16
+    return (HALF)f;
+#else
     unsigned u;
     unsigned short h;
-    __bf16 r;
+    HALF r;
     memcpy(&u, &f, 4);
     h = (unsigned short)(u >> 16);
     memcpy(&r, &h, 2);
     return r;
+#endif
 }
 """
     + NOW + r"""
@@ -67,7 +76,7 @@ int main(int argc, char **argv)
 {
     int n = atoi(argv[1]), rounds = atoi(argv[2]), with_naive = atoi(argv[3]);
     size_t nn = (size_t)n * n;
-    __bf16 *a = malloc(2 * nn), *b = malloc(2 * nn);
+    HALF *a = malloc(2 * nn), *b = malloc(2 * nn);
     float *af = malloc(4 * nn), *bf = malloc(4 * nn), *c[4];
     double best[4] = {1e30, 1e30, 1e30, 1e30};
     size_t i;
@@ -76,8 +85,8 @@ int main(int argc, char **argv)
     for (i = 0; i < nn; i++) {
         af[i] = (float)(rand() % 9 - 4);
         bf[i] = (float)(rand() % 9 - 4);
-        a[i] = to_bf16(af[i]);
-        b[i] = to_bf16(bf[i]);
+        a[i] = to_half(af[i]);
+        b[i] = to_half(bf[i]);
     }
     for (v = 0; v < 4; v++)
         c[v] = calloc(nn, sizeof(float));
@@ -106,10 +115,10 @@ int main(int argc, char **argv)
 """)
 
 
-def build(work: Path) -> Path:
+def build(work: Path, half: str) -> Path:
     sources = []
-    for name, t, target in (("kf_bf16", "__bf16", "x86-auto"), ("kf_f32", "float", "x86-auto"),
-                            ("kf_bf16_generic", "__bf16", "generic")):
+    for name, t, target in (("kf_bf16", half, "x86-auto"), ("kf_f32", "float", "x86-auto"),
+                            ("kf_bf16_generic", half, "generic")):
         src = work / f"{name}.c"
         src.write_text(LOOP.format(name=name, t=t))
         result = rewrite_file(str(src), RewriteOptions(target=target))
@@ -117,10 +126,11 @@ def build(work: Path) -> Path:
             sys.exit(f"{name}: not rewritten: {[r.message() for r in result.remarks]}")
         (work / f"{name}.kf.c").write_text(result.text)
         sources.append(str(work / f"{name}.kf.c"))
-    (work / "naive.c").write_text(LOOP.format(name="naive_bf16", t="__bf16"))
+    (work / "naive.c").write_text(LOOP.format(name="naive_bf16", t=half))
     (work / "main.c").write_text(HARNESS)
     exe = work / "bf16"
-    subprocess.run([CC, "-O3", "-march=native", "-o", str(exe), str(work / "main.c"),
+    types = [f"-DHALF={half}", *(["-DHALF_IS_FP16"] if half == "_Float16" else [])]
+    subprocess.run([CC, "-O3", "-march=native", *types, "-o", str(exe), str(work / "main.c"),
                     str(work / "naive.c"), *sources], check=True)
     return exe
 
@@ -130,13 +140,19 @@ def main() -> int:
     parser.add_argument("--sizes", default="1024,2048")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--naive-max", type=int, default=1024)
+    parser.add_argument("--half", choices=("bf16", "fp16"), default="bf16")
+    parser.add_argument("--path", help="force x86-auto's path (KERNELFARER_PATH)")
     args = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if k != "KERNELFARER_PATH"}
+    if args.path:
+        env["KERNELFARER_PATH"] = args.path
+    half = {"bf16": "__bf16", "fp16": "_Float16"}[args.half]
     with tempfile.TemporaryDirectory(prefix="kf-bf16-") as tmp:
-        exe = build(Path(tmp))
-        print("bf16 x bf16 -> float vs float, square N, one thread; GFLOP/s (2N^3), best of "
-              f"{args.rounds} interleaved rounds")
-        print(f"{'N':>6} {'bf16':>7} {'f32':>7} {'bf16 generic':>12} {'loop':>6}  {'bf16 / f32':>10}")
+        exe = build(Path(tmp), half)
+        h = args.half
+        print(f"{h} x {h} -> float vs float, square N, one thread; GFLOP/s (2N^3), best of "
+              f"{args.rounds} interleaved rounds" + (f", path {args.path}" if args.path else ""))
+        print(f"{'N':>6} {h:>7} {'f32':>7} {h + ' generic':>12} {'loop':>6}  {h + ' / f32':>10}")
         for size in (int(s) for s in args.sizes.split(",")):
             naive = size <= args.naive_max
             done = subprocess.run([str(exe), str(size), str(args.rounds), str(int(naive))],

@@ -217,16 +217,22 @@ def _avx2_thin(lanes: int) -> ThinShape:
                      lane_sum=_AVX2_LANE_SUM[lanes])
 
 
+_AVX512_F32_ISA = dict(vec="__m512", load="_mm512_loadu_ps", store="_mm512_storeu_ps",
+                       fmadd="_mm512_fmadd_ps", mul="_mm512_mul_ps", add="_mm512_add_ps",
+                       set1="_mm512_set1_ps", setzero="_mm512_setzero_ps",
+                       maskload="_mm512_maskz_loadu_ps", maskstore="_mm512_mask_storeu_ps",
+                       mask="__mmask16", reduce="_mm512_reduce_add_ps", maskload_mask_first="1")
 _AVX512 = {
     DType.F32: KernelShape(
-        mr=12, nr=32, lanes=16, template="kernels/x86_avx512.c.j2",
-        isa=dict(vec="__m512", load="_mm512_loadu_ps", store="_mm512_storeu_ps",
-                 fmadd="_mm512_fmadd_ps", mul="_mm512_mul_ps", add="_mm512_add_ps",
-                 set1="_mm512_set1_ps", setzero="_mm512_setzero_ps",
-                 maskload="_mm512_maskz_loadu_ps", maskstore="_mm512_mask_storeu_ps",
-                 mask="__mmask16", reduce="_mm512_reduce_add_ps", maskload_mask_first="1"),
+        mr=12, nr=32, lanes=16, template="kernels/x86_avx512.c.j2", isa=_AVX512_F32_ISA,
         direct=True, thin=_avx512_thin(16), direct_mr=8,
     ),
+    # fp16 (and bf16 without AVX512-BF16) summed in float: the operands converted to float as they
+    # are packed (vcvtph2ps; bf16: a shift), then the float kernel: a product of two is exact in
+    # float, so the sums are the float loop's (no direct or thin path: those read A and B in place)
+    **{dtype: KernelShape(mr=12, nr=32, lanes=16, widen=2, template="kernels/x86_avx512.c.j2",
+                          isa=_AVX512_F32_ISA)
+       for dtype in (DType.F16F32, DType.BF16F32)},
     DType.F64: KernelShape(
         mr=12, nr=16, lanes=8, template="kernels/x86_avx512.c.j2",
         isa=dict(vec="__m512d", load="_mm512_loadu_pd", store="_mm512_storeu_pd",

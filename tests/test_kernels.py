@@ -44,11 +44,13 @@ WARN_FLAGS = ("-Wall", "-Wextra", "-Werror")
 INT8 = (DType.I8I32, DType.U8I32, DType.U8S8I32, DType.S8U8I32)
 # bf16 operands: their bits in uint16 (cffi has no __bf16; a pointer is a pointer)
 NUMPY = {DType.F32: np.float32, DType.F64: np.float64, DType.I32: np.int32,
-         DType.I64: np.int64, **{d: np.int8 for d in INT8}, DType.BF16F32: np.uint16}
+         DType.I64: np.int64, **{d: np.int8 for d in INT8}, DType.BF16F32: np.uint16,
+         DType.F16F32: np.float16}
 CDEF_T = {DType.F32: "float", DType.F64: "double", DType.I32: "int", DType.I64: "long",
-          **{d: "int" for d in INT8}, DType.BF16F32: "float"}
+          **{d: "int" for d in INT8}, DType.BF16F32: "float", DType.F16F32: "float"}
 CDEF_I = {DType.F32: "float", DType.F64: "double", DType.I32: "int", DType.I64: "long",
-          **{d: d.in_ctype for d in INT8}, DType.BF16F32: "unsigned short"}
+          **{d: d.in_ctype for d in INT8}, DType.BF16F32: "unsigned short",
+          DType.F16F32: "unsigned short"}
 BF16_NAN = 0x7fc0
 # the values of an int8 operand: its type's, whole
 INT8_SPAN = {"signed char": (-128, 128), "unsigned char": (0, 256)}
@@ -283,7 +285,7 @@ class Library:
 
 
 NUMPY_C = {DType.F32: np.float32, DType.F64: np.float64, DType.I32: np.int32, DType.I64: np.int64,
-           **{d: np.int32 for d in INT8}, DType.BF16F32: np.float32}
+           **{d: np.int32 for d in INT8}, DType.BF16F32: np.float32, DType.F16F32: np.float32}
 
 
 # -- building -------------------------------------------------------------------------------------
@@ -879,6 +881,22 @@ def test_epilogue_tile_by_tile_and_after(builds, target, dtype) -> None:
             for cpad in (1, way_elems - n):        # tile by tile; rows 4 KiB apart
                 lib.gemm(rng, m, n, k, cpad=cpad, alpha=2, beta=3, load_c=1, epilogue=True)
                 lib.gemm(rng, m, n, k, ta=True, cpad=cpad, load_c=0, epilogue=True)
+
+
+# -- bf16 and fp16 on the float kernel (widened at packing) ------------------------------------------
+
+
+@pytest.mark.parametrize("variant", ["default", "tiny"])
+@pytest.mark.parametrize("dtype", [DType.BF16F32, DType.F16F32], ids=lambda d: d.letter)
+def test_widened_half_kernel_every_edge(builds, dtype, variant) -> None:
+    """bf16 and fp16 operands converted to float as they are packed, then the AVX-512 float
+    kernel: exact against the int64 reference (small integers: exact products and sums) on every
+    tile and block edge, transposed and padded operands, alpha, beta, load_c and the epilogue;
+    padding NaNs next to the operands must not leak in."""
+    skip_unless_runs("x86-avx512")
+    lib = builds.library("x86-avx512", dtype, variant)
+    assert lib.plan.shape.widen == 2 and not lib.plan.direct and not lib.plan.thin_name
+    assert check_driver(lib, edge_sizes(lib.plan), seed=3) > 0
 
 
 # -- int8 on AVX-512 VNNI ---------------------------------------------------------------------------

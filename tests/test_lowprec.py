@@ -193,6 +193,17 @@ def test_dot_product_kernel_equals_the_loop(tmp_path, kind, blocks) -> None:
     build_and_run(tmp_path, kind, target, TINY if blocks == "tiny" else {})
 
 
+@pytest.mark.parametrize("blocks", ["default", "tiny"])
+@pytest.mark.parametrize("kind", ["bf16", "fp16"])
+def test_half_operands_widened_for_the_float_kernel_equal_the_loop(tmp_path, kind, blocks) -> None:
+    """x86-avx512 converts bf16 and fp16 operands to float as it packs them and runs the float
+    kernel (any AVX-512 CPU: no AVX512-BF16 or AVX512-FP16 needed)."""
+    if not targets.real_host_runs(targets.TARGETS["x86-avx512"]):
+        pytest.skip("this host does not run AVX-512: the widened kernels are compiled by "
+                    "test_kernels' warning checks and run where the CPU has it")
+    build_and_run(tmp_path, kind, "x86-avx512", TINY if blocks == "tiny" else {})
+
+
 @pytest.mark.parametrize("path", ["cpu", "x86-avx2"])
 @pytest.mark.parametrize("kind", sorted(LOOPS))
 def test_x86_auto_picks_a_path_that_equals_the_loop(tmp_path, kind, path) -> None:
