@@ -9,11 +9,12 @@ order of summation gives the same float): each variant must equal the user's loo
 interleaved, best of several rounds, one thread; GFLOP/s counts 2MNK.
 
     python bench/bf16.py [--sizes 1024,2048] [--rounds 5] [--naive-max 1024]
-                         [--half fp16] [--path x86-avx512]
+                         [--half fp16] [--target x86-avx512]
 
 --half fp16: `_Float16` operands instead (on x86-64 with AVX-512: converted to float as they are
-packed, then the float kernel); --path: the x86-auto path forced (KERNELFARER_PATH), e.g.
-x86-avx512 for bf16 through that conversion on a CPU that has AVX512-BF16.
+packed, then the float kernel); --target: the half-precision GEMM rewritten for that target
+instead of x86-auto, e.g. x86-avx512 for bf16 through that conversion on a CPU that has
+AVX512-BF16 (x86-auto built with -march=native compiles no path below the CPU's best).
 """
 
 from __future__ import annotations
@@ -115,9 +116,9 @@ int main(int argc, char **argv)
 """)
 
 
-def build(work: Path, half: str) -> Path:
+def build(work: Path, half: str, half_target: str) -> Path:
     sources = []
-    for name, t, target in (("kf_bf16", half, "x86-auto"), ("kf_f32", "float", "x86-auto"),
+    for name, t, target in (("kf_bf16", half, half_target), ("kf_f32", "float", "x86-auto"),
                             ("kf_bf16_generic", half, "generic")):
         src = work / f"{name}.c"
         src.write_text(LOOP.format(name=name, t=t))
@@ -141,17 +142,15 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--naive-max", type=int, default=1024)
     parser.add_argument("--half", choices=("bf16", "fp16"), default="bf16")
-    parser.add_argument("--path", help="force x86-auto's path (KERNELFARER_PATH)")
+    parser.add_argument("--target", default="x86-auto", help="the half-precision GEMM's target")
     args = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if k != "KERNELFARER_PATH"}
-    if args.path:
-        env["KERNELFARER_PATH"] = args.path
     half = {"bf16": "__bf16", "fp16": "_Float16"}[args.half]
     with tempfile.TemporaryDirectory(prefix="kf-bf16-") as tmp:
-        exe = build(Path(tmp), half)
+        exe = build(Path(tmp), half, args.target)
         h = args.half
         print(f"{h} x {h} -> float vs float, square N, one thread; GFLOP/s (2N^3), best of "
-              f"{args.rounds} interleaved rounds" + (f", path {args.path}" if args.path else ""))
+              f"{args.rounds} interleaved rounds, {h} on {args.target}")
         print(f"{'N':>6} {h:>7} {'f32':>7} {h + ' generic':>12} {'loop':>6}  {h + ' / f32':>10}")
         for size in (int(s) for s in args.sizes.split(",")):
             naive = size <= args.naive_max
