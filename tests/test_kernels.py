@@ -339,7 +339,8 @@ def variant_plan(target: str, dtype: DType, variant: str) -> KernelPlan:
     real = targets.TARGETS["x86-avx512" if target == EMULATED else target]
     plan = make_plan(real, dtype)
     if variant.startswith("tiny"):
-        plan = make_plan(real, dtype, overrides=tiny_blocks(plan))
+        # tiny blocks: the epilogue tile by tile whatever k (its calls across k blocks tested)
+        plan = replace(make_plan(real, dtype, overrides=tiny_blocks(plan)), epi_tile_min_k=0)
     if variant == "no-thin":
         plan = replace(plan, thin_name="")
     elif variant.endswith("packed"):
