@@ -180,7 +180,8 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
         details = tuple({**dict(_details(spec, plan)), **dict(call.details)}.items())
         if spec.epilogue is not None:
             details += (("epilogue", f"fused: {hook} runs on each register tile of C once it is "
-                                     "final, while it is in cache") if hook in hooks else
+                                     f"final, while it is in cache ({_tile_rule(plan)}; else once "
+                                     "over C after the GEMM)") if hook in hooks else
                         ("epilogue", "a pass over C after the GEMM" + (
                             f" (not fused: {spec.fusion_refusal})" if spec.fusion_refusal else "")),)
         if cand.pragmas:
@@ -235,6 +236,13 @@ def _with_leading_pragmas(source: frontend.SourceText, first: int, span: fronten
             break
         start -= 1
     return frontend.Span(source.tokens[start].offset, span.end)
+
+
+def _tile_rule(plan) -> str:
+    """When the driver of `plan` (a KernelPlan, or a DispatchPlan's first) fuses tile by tile."""
+    first = getattr(plan, "plans", (plan,))[0]
+    way = first.direct_policy.l1_way if first.direct_policy else 4096
+    return f"k >= {first.epi_tile_min_k} and rows of C not a multiple of {way} bytes apart"
 
 
 def _details(spec: GemmSpec, plan: KernelPlan) -> tuple[tuple[str, object], ...]:
