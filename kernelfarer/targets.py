@@ -298,27 +298,31 @@ _AMX = {
     DType.BF16F32: _amx(32, "_tile_dpbf16ps", "unsigned short"),
 }
 
+_AVX2_F32_ISA = dict(vec="__m256", load="_mm256_loadu_ps", store="_mm256_storeu_ps",
+                     fmadd="_mm256_fmadd_ps", mul="_mm256_mul_ps", add="_mm256_add_ps",
+                     set1="_mm256_set1_ps", setzero="_mm256_setzero_ps",
+                     broadcast="_mm256_broadcast_ss",
+                     maskload="_mm256_maskload_ps", maskstore="_mm256_maskstore_ps",
+                     mask="__m256i", mask_set1="_mm256_set1_epi32",
+                     mask_cmpgt="_mm256_cmpgt_epi32", mask_int="int",
+                     mask_iota="_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)")
 _AVX2 = {
     DType.F32: KernelShape(
-        mr=6, nr=16, lanes=8, template="kernels/x86_avx2.c.j2",
-        isa=dict(vec="__m256", load="_mm256_loadu_ps", store="_mm256_storeu_ps",
-                 fmadd="_mm256_fmadd_ps", mul="_mm256_mul_ps", add="_mm256_add_ps",
-                 set1="_mm256_set1_ps", setzero="_mm256_setzero_ps",
-                 broadcast="_mm256_broadcast_ss",
-                 maskload="_mm256_maskload_ps", maskstore="_mm256_maskstore_ps", mask="__m256i",
-                 mask_set1="_mm256_set1_epi32", mask_cmpgt="_mm256_cmpgt_epi32", mask_int="int",
-                 mask_iota="_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)"),
+        mr=6, nr=16, lanes=8, template="kernels/x86_avx2.c.j2", isa=_AVX2_F32_ISA,
         direct=True, thin=_avx2_thin(8),
     ),
+    # bf16 and fp16 as on AVX-512: converted to float as they are packed (fp16 without F16C in the
+    # target's features: the compiler's conversion routine, once per packed element)
+    **{dtype: KernelShape(mr=6, nr=16, lanes=8, widen=2, template="kernels/x86_avx2.c.j2",
+                          isa=_AVX2_F32_ISA)
+       for dtype in (DType.F16F32, DType.BF16F32)},
     # int8 and uint8 without VNNI: vpmaddwd on int8 widened to int16 pairs at packing
     # (x86_avx2_madd.c.j2)
     **{dtype: KernelShape(mr=6, nr=16, lanes=8, kr=2, widen=2, own_packing=True,
                           template="kernels/x86_avx2_madd.c.j2", isa=dict(raw="unsigned char"))
        for dtype in (DType.I8I32, DType.U8I32, DType.U8S8I32, DType.S8U8I32)},
-    # bf16, int16 and fp16 without their instructions: the portable kernel, vectorized for AVX2
-    DType.BF16F32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
+    # int16 without vpdpwssd: the portable kernel, vectorized for AVX2
     DType.I16I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
-    DType.F16F32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
     DType.F64: KernelShape(
         mr=6, nr=8, lanes=4, template="kernels/x86_avx2.c.j2",
         isa=dict(vec="__m256d", load="_mm256_loadu_pd", store="_mm256_storeu_pd",

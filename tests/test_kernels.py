@@ -889,13 +889,14 @@ def test_epilogue_tile_by_tile_and_after(builds, target, dtype) -> None:
 
 @pytest.mark.parametrize("variant", ["default", "tiny"])
 @pytest.mark.parametrize("dtype", [DType.BF16F32, DType.F16F32], ids=lambda d: d.letter)
-def test_widened_half_kernel_every_edge(builds, dtype, variant) -> None:
-    """bf16 and fp16 operands converted to float as they are packed, then the AVX-512 float
-    kernel: exact against the int64 reference (small integers: exact products and sums) on every
-    tile and block edge, transposed and padded operands, alpha, beta, load_c and the epilogue;
-    padding NaNs next to the operands must not leak in."""
-    skip_unless_runs("x86-avx512")
-    lib = builds.library("x86-avx512", dtype, variant)
+@pytest.mark.parametrize("target", ["x86-avx512", "x86-avx2"])
+def test_widened_half_kernel_every_edge(builds, target, dtype, variant) -> None:
+    """bf16 and fp16 operands converted to float as they are packed, then the AVX-512 (AVX2)
+    float kernel: exact against the int64 reference (small integers: exact products and sums) on
+    every tile and block edge, transposed and padded operands, alpha, beta, load_c and the
+    epilogue; padding NaNs next to the operands must not leak in."""
+    skip_unless_runs(target)
+    lib = builds.library(target, dtype, variant)
     assert lib.plan.shape.widen == 2 and not lib.plan.direct and not lib.plan.thin_name
     assert check_driver(lib, edge_sizes(lib.plan), seed=3) > 0
 

@@ -195,13 +195,15 @@ def test_dot_product_kernel_equals_the_loop(tmp_path, kind, blocks) -> None:
 
 @pytest.mark.parametrize("blocks", ["default", "tiny"])
 @pytest.mark.parametrize("kind", ["bf16", "fp16"])
-def test_half_operands_widened_for_the_float_kernel_equal_the_loop(tmp_path, kind, blocks) -> None:
-    """x86-avx512 converts bf16 and fp16 operands to float as it packs them and runs the float
-    kernel (any AVX-512 CPU: no AVX512-BF16 or AVX512-FP16 needed)."""
-    if not targets.real_host_runs(targets.TARGETS["x86-avx512"]):
-        pytest.skip("this host does not run AVX-512: the widened kernels are compiled by "
+@pytest.mark.parametrize("target", ["x86-avx512", "x86-avx2"])
+def test_half_operands_widened_for_the_float_kernel_equal_the_loop(tmp_path, target, kind,
+                                                                    blocks) -> None:
+    """x86-avx512 and x86-avx2 convert bf16 and fp16 operands to float as they pack them and run
+    the float kernel (no AVX512-BF16 or AVX512-FP16 needed)."""
+    if not targets.real_host_runs(targets.TARGETS[target]):
+        pytest.skip(f"this host does not run {target}: the widened kernels are compiled by "
                     "test_kernels' warning checks and run where the CPU has it")
-    build_and_run(tmp_path, kind, "x86-avx512", TINY if blocks == "tiny" else {})
+    build_and_run(tmp_path, kind, target, TINY if blocks == "tiny" else {})
 
 
 @pytest.mark.parametrize("path", ["cpu", "x86-avx2"])
