@@ -1,9 +1,10 @@
-"""int8 -> int32, int16 -> int32, bf16 and fp16 -> float GEMMs, end to end: the user's loop rewritten for each target
-that has a kernel for them (AVX512-VNNI, AVX512-BF16, x86-auto's run-time choice and its AVX2
-fallback, the portable kernel), with default and tiny cache blocks, compiled and run against the
-same loop unrewritten, bit for bit, on odd sizes around every tile and block edge.  int8 operands
-span the whole range (-128..127); bf16 operands are small integers, whose products and sums are
-exact in float (the kernels' rounding differs from the loop's only in order and in flushing
+"""int8 / uint8 -> int32, int16 -> int32, bf16 and fp16 -> float GEMMs, end to end: the user's
+loop rewritten for each target that has a kernel for them (AVX512-VNNI, AVX512-BF16, the float
+kernels on operands converted at packing, x86-auto's run-time choice and its AVX2 fallback, the
+portable kernel, Arm and POWER under qemu), with default and tiny cache blocks, compiled and run
+against the same loop unrewritten, bit for bit, on odd sizes around every tile and block edge.
+int8 and uint8 operands span their whole ranges (-128..127, 0..255); bf16 operands are small
+integers, whose products and sums are exact in float (the kernels' rounding differs from the loop's only in order and in flushing
 denormals: templates/kernels/x86_bf16.c.j2).  Native runs skip, with the reason, on CPUs without
 the instructions; the instruction checks compile only."""
 
