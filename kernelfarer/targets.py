@@ -338,13 +338,17 @@ _AVX2 = {
 
 # Arm NEON (AArch64, 32 x 128-bit registers): by-lane FMA, A loaded whole per k step.  f32 8x12 is
 # BLIS's Cortex-A57 block: 24 accumulators + 2 A + 3 B = 29 registers; f64 6x8: 24 + 3 + 4 = 31.
+_NEON_F32_ISA = dict(vec="float32x4_t", load="vld1q_f32", store="vst1q_f32",
+                     fma_lane="vfmaq_laneq_f32", fma="vfmaq_f32", mul="vmulq_f32",
+                     dup="vdupq_n_f32")
 _NEON = {
-    DType.F32: KernelShape(
-        mr=8, nr=12, lanes=4, a_width=4, template="kernels/neon.c.j2",
-        isa=dict(vec="float32x4_t", load="vld1q_f32", store="vst1q_f32",
-                 fma_lane="vfmaq_laneq_f32", fma="vfmaq_f32", mul="vmulq_f32",
-                 dup="vdupq_n_f32"),
-    ),
+    DType.F32: KernelShape(mr=8, nr=12, lanes=4, a_width=4, template="kernels/neon.c.j2",
+                           isa=_NEON_F32_ISA),
+    # fp16 and bf16 summed in float on CPUs without FEAT_FHM / FEAT_BF16: converted to float as
+    # they are packed (fcvt; bf16 a shift), then the float kernel (as x86-avx512 does)
+    **{dtype: KernelShape(mr=8, nr=12, lanes=4, a_width=4, widen=2,
+                          template="kernels/neon.c.j2", isa=_NEON_F32_ISA)
+       for dtype in (DType.F16F32, DType.BF16F32)},
     DType.F64: KernelShape(
         mr=6, nr=8, lanes=2, a_width=2, template="kernels/neon.c.j2",
         isa=dict(vec="float64x2_t", load="vld1q_f64", store="vst1q_f64",
