@@ -121,6 +121,12 @@ class KernelPlan:
     epi_tile_min_k: int = 192
 
     @property
+    def l1_way(self) -> int:
+        """Bytes of one L1 way (rows of C that far apart share L1 sets: driver.c.j2's epilogue
+        rule)."""
+        return self.direct_policy.l1_way if self.direct_policy else 4096
+
+    @property
     def thin(self):
         """The target's thin-path shape (targets.ThinShape), or None."""
         return self.shape.thin

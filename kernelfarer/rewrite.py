@@ -241,8 +241,7 @@ def _with_leading_pragmas(source: frontend.SourceText, first: int, span: fronten
 def _tile_rule(plan) -> str:
     """When the driver of `plan` (a KernelPlan, or a DispatchPlan's first) fuses tile by tile."""
     first = getattr(plan, "plans", (plan,))[0]
-    way = first.direct_policy.l1_way if first.direct_policy else 4096
-    return f"k >= {first.epi_tile_min_k} and rows of C not a multiple of {way} bytes apart"
+    return f"k >= {first.epi_tile_min_k} and rows of C not a multiple of {first.l1_way} bytes apart"
 
 
 def _details(spec: GemmSpec, plan: KernelPlan) -> tuple[tuple[str, object], ...]:

@@ -53,6 +53,11 @@ class DType(enum.Enum):
         self.b_ctype = b_ctype or in_ctype
 
     @classmethod
+    def int8_types(cls) -> tuple["DType", ...]:
+        """The int8 -> int32 GEMMs: int8 and uint8 operands, either or both."""
+        return (cls.I8I32, cls.U8I32, cls.U8S8I32, cls.S8U8I32)
+
+    @classmethod
     def int8(cls, a_unsigned: bool, b_unsigned: bool) -> "DType":
         """The int8 -> int32 GEMM of operands of these signednesses."""
         return {(False, False): cls.I8I32, (True, True): cls.U8I32,
@@ -252,13 +257,18 @@ def _dpbusd_kernels(mr: int, nr: int, lanes: int, template: str,
     flipped to a + 128 and uint8 x uint8's A to a - 128 (both corrected by B's column sums at the
     end of a B micro-panel, b_extra), and int8 A x uint8 B swaps the instruction's operands
     (isa.swap), as uint8 x uint8 does (kernels/x86_vnni.c.j2)."""
-    def shape(flip: bool, swap: bool) -> KernelShape:
+    def shape(sum_scale: str, swap: bool) -> KernelShape:
+        # sum_scale: what B's column sums are multiplied by to take A's flip back (-128 for
+        # int8 A flipped to a + 128, +128 for uint8 A flipped to a - 128); "": no flip
         isa = dict(raw="unsigned char", dot=dot)
-        isa.update({"a_flip": "0x80808080"} if flip else {}, **({"swap": "1"} if swap else {}))
-        return KernelShape(mr=mr, nr=nr, lanes=lanes, kr=4, b_extra=4 if flip else 0,
+        if sum_scale:
+            isa.update(a_flip="0x80808080", sum_scale=sum_scale)
+        if swap:
+            isa.update(swap="1")
+        return KernelShape(mr=mr, nr=nr, lanes=lanes, kr=4, b_extra=4 if sum_scale else 0,
                            own_packing=True, template=template, isa=isa)
-    return {DType.I8I32: shape(True, False), DType.U8S8I32: shape(False, False),
-            DType.S8U8I32: shape(False, True), DType.U8I32: shape(True, True)}
+    return {DType.I8I32: shape("0xffffff80u", False), DType.U8S8I32: shape("", False),
+            DType.S8U8I32: shape("", True), DType.U8I32: shape("128u", True)}
 
 
 _AVX512_VNNI = {
@@ -320,7 +330,7 @@ _AVX2 = {
     # (x86_avx2_madd.c.j2)
     **{dtype: KernelShape(mr=6, nr=16, lanes=8, kr=2, widen=2, own_packing=True,
                           template="kernels/x86_avx2_madd.c.j2", isa=dict(raw="unsigned char"))
-       for dtype in (DType.I8I32, DType.U8I32, DType.U8S8I32, DType.S8U8I32)},
+       for dtype in DType.int8_types()},
     # int16 without vpdpwssd: the portable kernel, vectorized for AVX2
     DType.I16I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
     DType.F64: KernelShape(
@@ -502,18 +512,20 @@ _GENERIC = {
     DType.I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
     DType.I64: KernelShape(mr=4, nr=4, template="kernels/generic.c.j2", direct=True),
     **{dtype: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True)
-       for dtype in (DType.I8I32, DType.U8I32, DType.U8S8I32, DType.S8U8I32, DType.BF16F32,
-                     DType.I16I32, DType.F16F32)},
+       for dtype in (*DType.int8_types(), DType.BF16F32, DType.I16I32, DType.F16F32)},
 }
 
 def _x86_target(name: str, description: str, features: tuple[str, ...],
                 cpuinfo: tuple[str, ...] | None, attribute: str,
-                kernels: Mapping[DType, KernelShape], priority: int, isa_macro: str) -> "Target":
+                kernels: Mapping[DType, KernelShape], priority: int, isa_macro: str,
+                headers: tuple[str, ...] = ()) -> "Target":
     """An x86-64 target: `features` as __builtin_cpu_supports spells them (checked at run time),
     `cpuinfo` as /proc/cpuinfo does when it differs, `attribute` the kernels' target attribute,
-    `isa_macro` the condition under which the whole file is compiled for it."""
+    `isa_macro` the condition under which the whole file is compiled for it, `headers` any the
+    kernels need besides <immintrin.h>."""
     return Target(name=name, description=description, cpu_features=features,
-                  cpuinfo_flags=cpuinfo or (), attribute=attribute, headers=("immintrin.h",),
+                  cpuinfo_flags=cpuinfo or (), attribute=attribute,
+                  headers=("immintrin.h", *headers),
                   kernels=kernels, priority=priority, arch="x86_64",
                   cpu_check=_x86_check(*features), isa_macro=isa_macro)
 
@@ -542,15 +554,11 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
                     "(other types: x86-avx512)", ("avx512f", "avx512vnni"),
                     ("avx512f", "avx512_vnni"), "avx512f,avx512vnni,avx2,fma", _AVX512_VNNI, 31,
                     "defined(__AVX512F__) && defined(__AVX512VNNI__)"),
-        Target(name="x86-amx", description="x86-64 with AMX (tile registers, tdpbssd, "
-               "tdpbf16ps): int8 and bf16 GEMMs (other types: x86-avx512)",
-               cpu_features=("amx-tile", "amx-int8", "amx-bf16"),
-               cpuinfo_flags=("amx_tile", "amx_int8", "amx_bf16"),
-               attribute="amx-tile,amx-int8,amx-bf16",
-               headers=("immintrin.h", "sys/syscall.h"), kernels=_AMX, priority=32,
-               arch="x86_64", cpu_check=_x86_check("amx-tile", "amx-int8", "amx-bf16"),
-               isa_macro="defined(__AMX_TILE__) && defined(__AMX_INT8__) && "
-                         "defined(__AMX_BF16__)"),
+        _x86_target("x86-amx", "x86-64 with AMX (tile registers, tdpbssd, tdpbf16ps): int8 and "
+                    "bf16 GEMMs (other types: x86-avx512)", ("amx-tile", "amx-int8", "amx-bf16"),
+                    ("amx_tile", "amx_int8", "amx_bf16"), "amx-tile,amx-int8,amx-bf16", _AMX, 32,
+                    "defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__AMX_BF16__)",
+                    headers=("sys/syscall.h",)),
         _x86_target("x86-avx512-bf16", "x86-64 with AVX512-BF16: bf16 GEMMs summed in float with "
                     "vdpbf16ps (other types: x86-avx512)", ("avx512f", "avx512bf16"),
                     ("avx512f", "avx512_bf16"), "avx512f,avx512bf16,avx512bw,avx512vl,avx2,fma",

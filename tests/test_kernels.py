@@ -41,7 +41,7 @@ GCC = shutil.which("gcc-12") or shutil.which("gcc")
 OBJDUMP = shutil.which("llvm-objdump-19") or shutil.which("llvm-objdump")
 WARN_FLAGS = ("-Wall", "-Wextra", "-Werror")
 
-INT8 = (DType.I8I32, DType.U8I32, DType.U8S8I32, DType.S8U8I32)
+INT8 = DType.int8_types()
 # bf16 operands: their bits in uint16 (cffi has no __bf16; a pointer is a pointer)
 NUMPY = {DType.F32: np.float32, DType.F64: np.float64, DType.I32: np.int32,
          DType.I64: np.int64, **{d: np.int8 for d in INT8}, DType.BF16F32: np.uint16,
