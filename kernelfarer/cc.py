@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass, field
 
 from kernelfarer import ccargs
 from kernelfarer.linemap import compile_text
@@ -68,11 +67,11 @@ LAUNCHERS = frozenset({"ccache", "sccache", "buildcache", "distcc", "icecc", "pu
 DISTRIBUTORS = frozenset({"distcc", "icecc", "pump"})
 
 
-@dataclass
 class Invocation:
-    compiler: str              # absolute path of what runs: the compiler or its first launcher
-    prefix: list[str]          # words that follow it: launchers' compilers, $KERNELFARER_CC's
-    args: list[str]            # the command line as given, after the compiler
+    def __init__(self, compiler: str, prefix: list[str], args: list[str]) -> None:
+        self.compiler = compiler    # absolute path of what runs: the compiler or its first launcher
+        self.prefix = prefix        # words that follow it: launchers' compilers, $KERNELFARER_CC's
+        self.args = args            # the command line as given, after the compiler
 
     @property
     def original(self) -> list[str]:
@@ -172,17 +171,20 @@ def _exec(cmd: list[str]) -> int:
 
 # -- rewriting, in a forked child under a time limit -----------------------------------------------
 
-@dataclass
 class Outcome:
     """What the rewriter made of one source (plain data: the parent never imports the rewriter)."""
-    path: str
-    error: str | None = None
-    where: str | None = None             # the error's file:line:col, when it has one
-    compile_text: str | None = None      # None: nothing was replaced
-    support_unit: str | None = None      # a split compile's support code (split.py)
-    remarks: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    nests: list[dict] = field(default_factory=list)
+
+    def __init__(self, path: str, *, error: str | None = None, where: str | None = None,
+                 remarks: list[str] | None = None, notes: list[str] | None = None,
+                 nests: list[dict] | None = None) -> None:
+        self.path = path
+        self.error = error
+        self.where = where                      # the error's file:line:col, when it has one
+        self.compile_text: str | None = None    # None: nothing was replaced
+        self.support_units = None               # a split compile's support code (split.py)
+        self.remarks = remarks or []
+        self.notes = notes or []
+        self.nests = nests or []
 
 
 def _rewrite_one(path: str, cppflags: tuple[str, ...], target: str, quick: bool,
@@ -213,7 +215,7 @@ def _rewrite_one(path: str, cppflags: tuple[str, ...], target: str, quick: bool,
         if "".join(spliced) + original[pos:] != result.text:
             return Outcome(path, error="the file changed while it was being rewritten")
         outcome.compile_text = compile_text(original, edits, path)
-        outcome.support_unit = result.support_unit
+        outcome.support_units = result.support_units
     return outcome
 
 
@@ -472,18 +474,19 @@ class Job:
         cmd, inv = self.cmd, self.inv
         family = _compiler_family(inv.real_compiler)
         tmp = _temp_dir("\0".join([os.getcwd(), inv.compiler, *inv.prefix, *inv.args]))
+        support = None              # a split compile's support objects, being built (split.py)
         try:
             texts = [outcome.compile_text for _, outcome in chosen]
-            support = None                  # a split compile's support object (split.py)
-            units = [outcome.support_unit for _, outcome in chosen]
+            units = [outcome.support_units for _, outcome in chosen]
             if len(units) == 1 and units[0] is not None:
-                got = split.support_object(units[0], [inv.compiler, *inv.prefix],
-                                           cmd.options_without(split.NOT_FOR_SUPPORT),
-                                           _child_env())
-                if isinstance(got, str):
-                    return self._fallback(chosen, f"its support code did not compile ({got})")
-                name, support = got
-                texts = [texts[0].replace(split.SPLIT_TAG, name)]
+                compiler = [inv.compiler, *inv.prefix]
+                options = split.support_options(cmd)
+                tags, resolved = split.resolve(units[0], compiler, options)
+                texts = [split.resolved(texts[0], tags)]
+                support = split.SupportBuild(resolved, compiler, options, _child_env())
+                if support.problem is not None:
+                    return self._fallback(chosen, f"its support code did not compile "
+                                                  f"({support.problem})")
             args = list(cmd.args)
             front: list[str] = []
             back: list[str] = []
@@ -539,8 +542,12 @@ class Job:
                 except (OSError, _DependencyFileError) as exc:
                     problem = f"dependency file: {exc}"
                 if problem is None and support is not None:
+                    objects = support.wait()
+                    if isinstance(objects, str):
+                        return self._fallback(chosen, f"its support code did not compile "
+                                                      f"({objects})")
                     problem = split.link([inv.compiler, *inv.prefix], split.object_path(cmd),
-                                         support, _child_env())
+                                         objects, _child_env())
             if problem is not None:
                 return self._fallback(chosen, problem)
             stderr = done.stderr
@@ -552,6 +559,8 @@ class Job:
                 self._report(outcome, rewritten=True)
             return 0
         finally:
+            if support is not None:
+                support.abandon()
             shutil.rmtree(tmp, ignore_errors=True)
 
     def _fix_dependency_files(self, chosen, temps) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import enum
 import os
-from dataclasses import dataclass, field
+from collections import namedtuple
 
 
 class Form(enum.Enum):
@@ -50,12 +50,10 @@ class Role(enum.Enum):
     PASS = "pass"                   # the whole command passes through untouched
 
 
-@dataclass(frozen=True)
-class Flag:
-    spelling: str
-    form: Form
-    role: Role = Role.KEEP
-    cpp: bool = False               # also given to the rewriter's preprocessor
+# A flag's spelling, form and role, and whether the rewriter's preprocessor is given it too.
+# (Plain tuples and classes here and in cc.py: `dataclasses` costs every start-up of the wrapper
+# 8 ms, most of what it spends on a file it passes straight to the compiler.)
+Flag = namedtuple("Flag", "spelling form role cpp", defaults=(Role.KEEP, False))
 
 
 def _flags(form: Form, role: Role, *spellings: str, cpp: bool = False) -> list[Flag]:
@@ -152,30 +150,28 @@ class Mode(enum.Enum):
     LINK = "compile and link"
 
 
-@dataclass(frozen=True)
-class Input:
-    index: int          # position in Command.args
-    path: str
-    language: str       # "c", "c++", "c-header", "assembler", "object" (a linker input)...
+# A source or linker input: its position in Command.args, its path and language ("c", "c++",
+# "c-header", "assembler", "object" for a linker input...).
+Input = namedtuple("Input", "index path language")
 
 
-@dataclass
 class Command:
     """A parsed compiler command line (without the compiler itself)."""
 
-    args: list[str]                         # after @file expansion
-    response_file: bool = False             # the original used @file
-    mode: Mode = Mode.LINK
-    inputs: list[Input] = field(default_factory=list)
-    output: str | None = None
-    depfile: bool = False                   # -MD or -MMD
-    depfile_name: str | None = None         # -MF
-    cppflags: list[str] = field(default_factory=list)
-    debug_maps: list[tuple[str, str]] = field(default_factory=list)   # incl. -ffile-prefix-map
-    macro_maps: list[tuple[str, str]] = field(default_factory=list)   # incl. -ffile-prefix-map
-    end_of_options: int | None = None       # index of "--" in args
-    passthrough: str | None = None          # why the command is not rewritten (None: it may be)
-    spans: list[tuple[int, int, str]] = field(default_factory=list)   # (index, words, spelling)
+    def __init__(self, args: list[str], response_file: bool = False) -> None:
+        self.args = args                                # after @file expansion
+        self.response_file = response_file              # the original used @file
+        self.mode = Mode.LINK
+        self.inputs: list[Input] = []
+        self.output: str | None = None
+        self.depfile = False                            # -MD or -MMD
+        self.depfile_name: str | None = None            # -MF
+        self.cppflags: list[str] = []
+        self.debug_maps: list[tuple[str, str]] = []     # incl. -ffile-prefix-map
+        self.macro_maps: list[tuple[str, str]] = []     # incl. -ffile-prefix-map
+        self.end_of_options: int | None = None          # index of "--" in args
+        self.passthrough: str | None = None     # why the command is not rewritten (None: it may be)
+        self.spans: list[tuple[int, int, str]] = []     # (index, words, spelling) of each option
 
     @property
     def c_sources(self) -> list[Input]:

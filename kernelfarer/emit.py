@@ -23,16 +23,37 @@ from kernelfarer.split import SPLIT_LINKAGE, SPLIT_TAG
 from kernelfarer.transforms import blocking
 
 
+# Templates compiled when kernelfarer is installed (precompile_templates; the Makefile's venv),
+# beside them as Python's own byte code is: a first build on the machine does not compile them.
+SHIPPED_TEMPLATES = os.path.join(os.path.dirname(templates.__file__), "__pycache__", "jinja")
+
+
 class _BytecodeCache(jinja2.FileSystemBytecodeCache):
     """Compiled templates kept between runs (a wrapped build starts one process per file, and
-    compiling the templates costs it about half a second); a cache that cannot be written is
-    only slower."""
+    compiling the templates costs it about 0.4 s): those compiled at installation, else those of
+    the profile directory; a cache that cannot be written is only slower.  A compiled template
+    whose source has changed since is compiled again (jinja2 checks each one's checksum)."""
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        super().load_bytecode(bucket)
+        if bucket.code is None and os.path.isdir(SHIPPED_TEMPLATES):
+            jinja2.FileSystemBytecodeCache(SHIPPED_TEMPLATES).load_bytecode(bucket)
 
     def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         try:
             super().dump_bytecode(bucket)
         except OSError:
             pass
+
+
+def precompile_templates() -> int:
+    """Compile every template into SHIPPED_TEMPLATES (at installation); how many there are."""
+    os.makedirs(SHIPPED_TEMPLATES, exist_ok=True)
+    env = environment().overlay(bytecode_cache=jinja2.FileSystemBytecodeCache(SHIPPED_TEMPLATES))
+    names = env.list_templates(extensions=["j2"])
+    for name in names:
+        env.get_template(name)
+    return len(names)
 
 
 def _cache_directory(name: str):
@@ -254,36 +275,61 @@ def _prototypes(plans: list, linkage: str) -> str:
     return str(macros.prototypes(plans, linkage, SPLIT_TAG))
 
 
-def render_support(plans: list, uses: str | None = None, *, split: bool = False) -> str:
+def render_support(plans: list, uses: str | None = None) -> str:
     """Prelude, one driver (with its kernel and packing routines) per distinct kernel plan, and
-    the dispatching drivers that choose among them.  `uses`: the code calling them (the call
-    sites), so that the prelude holds only the helpers something calls; None: all of them.
-    `split`: the support unit of a split compile (see render_entry_declarations)."""
+    the dispatching drivers that choose among them, as one unit.  `uses`: the code calling them
+    (the call sites), so that the prelude holds only the helpers something calls; None: all."""
+    seen, conditions = _drivers(plans)
+    parts = render_cpu_checks(list(seen.values()), conditions)
+    for name, plan in seen.items():
+        parts.append(_conditional(render_driver(plan), conditions[name]))
+    parts += [render_dispatch(plan) for plan in plans if isinstance(plan, DispatchPlan)]
+    return with_prelude(plans, parts, uses)
+
+
+def render_split_support(plans: list) -> list[tuple[tuple[str, ...], str]]:
+    """The support code of a split compile (split.py) as translation units of their own, each
+    with the names of the drivers it defines: one per kernel driver, then (when a dispatcher
+    chooses among them) one with the dispatchers and the CPU checks.  A unit refers to drivers of
+    the units before it only; every driver's assembler name carries SPLIT_TAG, which the compile
+    replaces by the hash of the unit that defines it (split.resolve).  A unit depends on its
+    kernel alone, not on the file's call sites: the same text in every file of a build, compiled
+    once (and the units of a file in parallel)."""
+    uses = ""                                   # the units hold every helper they call
+    seen, conditions = _drivers(plans)
+    units = []
+    for name, plan in seen.items():
+        code = _conditional(render_driver(plan, SPLIT_LINKAGE), conditions[name])
+        units.append(((name,), with_prelude([plan], [_prototypes([plan], SPLIT_LINKAGE), code],
+                                            uses, linkage=SPLIT_LINKAGE)))
+    dispatchers = [p for p in plans if isinstance(p, DispatchPlan)]
+    if dispatchers:
+        parts = render_cpu_checks(list(seen.values()), conditions)
+        parts.insert(0, _prototypes(list(seen.values()), 'extern __attribute__((visibility("hidden")))')
+                     + _prototypes(dispatchers, SPLIT_LINKAGE))
+        parts += [render_dispatch(plan, SPLIT_LINKAGE) for plan in dispatchers]
+        units.append((tuple(p.driver_name for p in dispatchers),
+                      with_prelude(dispatchers, parts, uses, linkage=SPLIT_LINKAGE, kernels=False)))
+    return units
+
+
+def _drivers(plans: list) -> tuple[dict[str, KernelPlan], dict[str, set[str]]]:
+    """The distinct kernel drivers of `plans`, and under which preprocessor conditions each is
+    compiled: drivers only a dispatcher calls only where the file's ISA leaves them reachable."""
     seen: dict[str, KernelPlan] = {}
     for plan in _kernel_plans(plans):
         seen.setdefault(plan.driver_name, plan)
-    # Drivers only a dispatcher calls are compiled only where the file's ISA leaves them reachable.
     conditions: dict[str, set[str]] = {name: set() for name in seen}
     for plan in plans:
         for sub, condition in (zip(plan.plans, plan.conditions) if isinstance(plan, DispatchPlan)
                                else [(plan, "1")]):
             conditions[sub.driver_name].add(condition)
-    linkage = SPLIT_LINKAGE if split else "static"
-    entries = {p.driver_name for p in plans}
-    parts = render_cpu_checks(list(seen.values()), conditions)
-    if split:
-        parts.insert(0, _prototypes(plans, linkage))
-    for name, plan in seen.items():
-        parts.append(_conditional(render_driver(plan, linkage if name in entries else "static"),
-                                  conditions[name]))
-    dispatchers = {p.driver_name: p for p in plans if isinstance(p, DispatchPlan)}
-    parts += [render_dispatch(plan, linkage) for plan in dispatchers.values()]
-    return with_prelude(plans, parts, uses, linkage=linkage)
+    return seen, conditions
 
 
 def render_entry_declarations(plans: list, uses: str) -> str:
     """The call sites' side of a split compile: the prelude with the helpers they call, the CPU
-    checks they call, and the entry drivers declared (render_support(split=True) defines them)."""
+    checks they call, and the entry drivers declared (render_split_support defines them)."""
     at_sites = helpers_called(uses)
     checks = render_cpu_checks([p for p in plans if not isinstance(p, DispatchPlan)
                                 and p.cpu_check_name not in at_sites], {})
@@ -293,10 +339,11 @@ def render_entry_declarations(plans: list, uses: str) -> str:
 
 
 def with_prelude(plans: list, parts: list[str], uses: str | None, *,
-                 linkage: str = "static") -> str:
+                 linkage: str = "static", kernels: bool = True) -> str:
     """The support code: the prelude, then `parts` (kernels, drivers) with the helpers they call.
     `uses` is the code of the call sites; given, `parts` are compiled only when optimizing and
-    replaced by drivers that decline otherwise (unoptimized.c.j2).  None: everything, always."""
+    replaced by drivers that decline otherwise (unoptimized.c.j2).  None: everything, always.
+    `kernels`: the prelude includes the headers the kernels need (False: `parts` hold none)."""
     body = "\n".join(parts)
     if uses is None:
         return "\n".join([render_prelude(plans), body]) + SUPPORT_END
@@ -308,5 +355,5 @@ def with_prelude(plans: list, parts: list[str], uses: str | None, *,
     checks = sorted({p.cpu_check_name for p in plans} - at_sites)
     fallback = env.get_template("unoptimized.c.j2").render(plans=list(drivers.values()),
                                                            checks=checks, linkage=linkage)
-    return "\n".join([render_prelude(plans, at_sites), "#if defined(__OPTIMIZE__)", inner + body,
-                      fallback]) + SUPPORT_END
+    return "\n".join([render_prelude(plans, at_sites, kernels=kernels),
+                      "#if defined(__OPTIMIZE__)", inner + body, fallback]) + SUPPORT_END

@@ -28,7 +28,7 @@ class RewriteOptions:
     # compare appends code of its own that uses them).
     every_helper: bool = False
     # A split compile (kernelfarer-cc): the file gets only the call sites' declarations, and
-    # RewriteResult.support_unit holds the kernels and drivers as a translation unit of their own.
+    # RewriteResult.support_units holds the kernels and drivers as translation units of their own.
     split: bool = False
     # Parse only the functions that can hold a GEMM (and short helpers): the other functions'
     # nests get no remarks.  kernelfarer-cc does so unless remarks or reports are asked for.
@@ -51,7 +51,9 @@ class RewriteResult:
     # The replacements that turned the original text into `text`, in order: (start, end) offsets
     # in the original and the new text.  kernelfarer-cc uses them to keep line numbers.
     edits: tuple[_Edit, ...] = ()
-    support_unit: str | None = None      # with RewriteOptions.split: the support code's own unit
+    # with RewriteOptions.split: the support code's own units, each with the drivers it defines
+    # (emit.render_split_support)
+    support_units: tuple[tuple[tuple[str, ...], str], ...] | None = None
     plans: tuple = ()                    # the plans (KernelPlan, DispatchPlan) the call sites use
 
     @property
@@ -199,13 +201,16 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
                                      f"({spec.dtype.name}); using {chosen.name}'s"),)
         remarks.append(Remark(location, "gemm", True, "", details))
     text = source.text
-    unit = None
+    units = None
     if edits:
         uses = None if options.every_helper else "\n".join(e.text for e in edits)
         if options.split and backend.name == "kernelfarer":
             support = emit.render_entry_declarations(list(used.values()), uses)
-            unit = _shield_from_macros(emit.render_support(list(used.values()), uses, split=True),
-                                       macros)
+            # A unit is compiled on its own: of the user's macros only the command line's reach it
+            # (and those are part of its hash), so its text is the same in every file.
+            given = _command_line_macros(options.cppflags)
+            units = tuple((names, _shield_from_macros(code, given) if given else code)
+                          for names, code in emit.render_split_support(list(used.values())))
         else:
             support = backend.support(list(used.values()), uses=uses)
         clash = names.collisions(support)
@@ -224,7 +229,7 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
             _verify(path, text, (*target.compile_flags, *options.cppflags))
     return RewriteResult(path=path, text=text, remarks=remarks, notes=notes,
                          edits=tuple(sorted(edits, key=lambda e: (e.start, e.end))),
-                         support_unit=unit, plans=tuple(used.values()))
+                         support_units=units, plans=tuple(used.values()))
 
 
 def _with_leading_pragmas(source: frontend.SourceText, first: int, span: frontend.Span):
@@ -263,6 +268,17 @@ def _details(spec: GemmSpec, plan: KernelPlan) -> tuple[tuple[str, object], ...]
         ("canonical", list(spec.canonical)),
         ("description", spec.description),
     )
+
+
+def _command_line_macros(cppflags: tuple[str, ...]) -> frozenset[str]:
+    """The names -D and -U define or undefine in `cppflags`."""
+    names = []
+    for k, word in enumerate(cppflags):
+        if word in ("-D", "-U") and k + 1 < len(cppflags):
+            word = word + cppflags[k + 1]
+        if word.startswith(("-D", "-U")) and len(word) > 2:
+            names.append(word[2:].split("=", 1)[0].split("(", 1)[0].strip())
+    return frozenset(name for name in names if name)
 
 
 def _shield_from_macros(code: str, macros: frozenset[str]) -> str:

@@ -4,11 +4,16 @@ A file with replaced nests holds, in one translation unit, its call sites and a 
 kilobytes of kernels, packing routines and drivers; compiling those is most of what the wrapper
 adds to a build (several seconds per file, for code that is the same in every file of the build).
 So the wrapper compiles the call sites' unit (the user's file, its nests replaced by calls to
-drivers it declares), and the support code as a unit of its own, which it keeps in the profile
-directory (`objects/`) under a hash of that unit's text, the compiler and the compile's options;
-then it links the two into the object the build asked for (`cc -r`).  Every object still carries
-its own copy of the code: nothing is needed at run time.  The entry drivers are weak, hidden and
-named with that hash, so objects built from different support code or options never share one.
+drivers it declares), and the support code as units of their own (one per kernel driver, one for
+the dispatchers: emit.render_split_support), which it keeps in the profile directory (`objects/`)
+under a hash of each unit's text, the compiler and the compile's options; then it links them into
+the object the build asked for (`cc -r`).  Every object still carries its own copy of the code:
+nothing is needed at run time.  The drivers are weak, hidden and named with their unit's hash, so
+objects built from different support code or options never share one.
+
+The units a compile lacks are compiled in parallel (one compile per CPU), beside the user's own
+file; a lock per unit makes the other compiles of a build that need the same unit wait for it
+instead of compiling it again, and each compile first takes the units nobody else is compiling.
 
 Only plain compiles to an object split (no LTO, coverage, profiling, sanitizers, foreign targets
 or launchers); anything that fails along the way falls back to the original compile, as every
@@ -19,12 +24,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 
 from kernelfarer import ccargs
 
-# The support unit's entry drivers: their linkage, and the word in their assembler names that the
-# compile replaces by its tag (templates/entry.c.j2).
+# The support units' drivers: their linkage, and the word in their assembler names that the
+# compile replaces by the tag of the unit that defines them (templates/entry.c.j2).
 SPLIT_LINKAGE = '__attribute__((weak, visibility("hidden")))'
 SPLIT_TAG = "KERNELFARER_SPLIT_TAG"
 
@@ -40,6 +46,29 @@ NO_SPLIT = ("-flto", "-ffat-lto", "-fembed-bitcode", "-emit-llvm", "-save-temps"
             "-fprofile", "-ftest-coverage", "-fcoverage", "-pg", "-fsanitize", "-m16", "-m32",
             "-mx32", "--target", "-target", "-B", "-gsplit-dwarf", "-fdump", "-fsave-optimization",
             "-Wp,")
+
+
+# Options that change what a compile says, never the object it writes: left out of the support
+# units' compiles (and hashes), so that builds with different warning flags share the units.
+QUIET_OPTIONS = ("-W", "-w", "-pedantic", "-fdiagnostics-", "-fcolor-diagnostics",
+                 "-fno-color-diagnostics", "-fmessage-length", "-fno-diagnostics-")
+NOT_QUIET = ("-Wa,", "-Wl,", "-Wp,")
+
+
+def support_options(cmd: ccargs.Command) -> list[str]:
+    """The options a support unit is compiled with: the compile's own, but its input, output,
+    dependency files, include paths and diagnostic options (unless the compile asks to see the
+    support code's warnings, -DKERNELFARER_SUPPORT_WARNINGS)."""
+    options = cmd.options_without(NOT_FOR_SUPPORT)
+    if any("KERNELFARER_SUPPORT_WARNINGS" in word for word in options):
+        return options
+    out: list[str] = []
+    for index, words, spelling in cmd.spans:                # whole options, values too
+        first = cmd.args[index]
+        if spelling not in NOT_FOR_SUPPORT and (not first.startswith(QUIET_OPTIONS)
+                                                or first.startswith(NOT_QUIET)):
+            out += cmd.args[index:index + words]
+    return out
 
 
 def refusal(cmd: ccargs.Command, chain: list[str]) -> str | None:
@@ -92,44 +121,167 @@ def cache_dir() -> str:
     return str(profile_dir(os.environ.get(PROFILE_DIR_ENV) or None) / "objects")
 
 
-def support_object(unit: str, compiler: list[str], options: list[str],
-                   env: dict[str, str]) -> tuple[str, str] | str:
-    """The compiled support unit: (its tag, its object's path), compiled now unless cached; or
-    why it could not be had.  The unit's source stays beside its object, and is compiled there
-    under its own name: the object (its debug information too) depends on nothing else, whichever
+def resolve(units, compiler: list[str], options: list[str]) -> tuple[dict[str, str], list]:
+    """The tag of each driver of `units` ((names it defines, text) pairs, a unit referring only to
+    drivers of the units before it), and the units as (tag, text) with every SPLIT_TAG replaced."""
+    tags: dict[str, str] = {}
+    out = []
+    for names, text in units:
+        text = resolved(text, tags)              # the drivers it calls in the units before it
+        unit_tag = tag(text, compiler, options)
+        tags.update((name, unit_tag) for name in names)
+        out.append((unit_tag, resolved(text, tags)))
+    return tags, out
+
+
+_LABEL = re.compile(r"\b(\w+)_" + SPLIT_TAG + r"\b")
+
+
+def resolved(text: str, tags: dict[str, str]) -> str:
+    """`text` with the assembler names of the drivers in `tags` carrying their unit's tag."""
+    return _LABEL.sub(lambda m: f"{m[1]}_{tags[m[1]]}" if m[1] in tags else m[0], text)
+
+
+class SupportBuild:
+    """The objects of a compile's support units: those cached are taken as they are, the others
+    compiled, in parallel, from the moment it is made, while the caller compiles the user's file;
+    wait() gives the objects.  A unit another compile is building (its lock is
+    taken) is waited for, after this compile's own units are done, and compiled here only if that
+    compile failed.  The source of each unit stays beside its object, and is compiled there under
+    its own name: the object (its debug information too) depends on nothing else, whichever
     compile of the build got to it first."""
-    name = tag(unit, compiler, options)
-    directory = cache_dir()
-    path = os.path.join(directory, name + ".o")
-    if os.path.exists(path):
-        return name, path
+
+    def __init__(self, units: list[tuple[str, str]], compiler: list[str], options: list[str],
+                 env: dict[str, str]) -> None:
+        self.command = [*compiler, *options]
+        self.env = env
+        self.directory = cache_dir()
+        self.paths = [os.path.join(self.directory, name + ".o") for name, _ in units]
+        self.problem: str | None = None
+        self.queue: list[tuple[str, str, int | None]] = []    # (tag, text, lock) to compile here
+        self.others: list[tuple[str, str]] = []                # being compiled by someone else
+        self.running: list[tuple[subprocess.Popen, str, int | None]] = []
+        missing = [(name, text) for (name, text), path in zip(units, self.paths)
+                   if not os.path.exists(path)]
+        if not missing:
+            return
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+        except OSError as exc:
+            self.problem = f"cannot make {self.directory}: {exc.strerror}"
+            return
+        for name, text in sorted(missing, key=lambda unit: -len(unit[1])):   # longest first
+            lock = _try_lock(os.path.join(self.directory, name + ".lock"))
+            if lock is False:
+                self.others.append((name, text))
+            else:
+                self.queue.append((name, text, lock))
+        self._launch()
+
+    def wait(self) -> list[str] | str:
+        """The support objects, or why they could not be had."""
+        while self.running:
+            proc, name, lock = self.running.pop(0)
+            _, err = proc.communicate()
+            self._finish(proc.returncode, err, name, lock)
+            self._launch()
+        for name, text in self.others:
+            lock = _try_lock(os.path.join(self.directory, name + ".lock"), wait=True)
+            path = os.path.join(self.directory, name + ".o")
+            if not os.path.exists(path) and self.problem is None:
+                proc = self._start(name, text)
+                _, err = proc.communicate()
+                self._finish(proc.returncode, err, name, lock)
+            else:
+                _unlock(lock)
+        return self.problem or self.paths
+
+    def abandon(self) -> None:
+        """Stop what still runs (the compile failed or was interrupted): nothing half-made stays."""
+        for proc, name, lock in self.running:
+            proc.kill()
+            proc.wait()
+            _remove(os.path.join(self.directory, f"{name}.o.{os.getpid()}.tmp"))
+            _unlock(lock)
+        for _, _, lock in self.queue:
+            _unlock(lock)
+        self.running, self.queue, self.others = [], [], []
+
+    def _launch(self) -> None:
+        """Start queued compiles while fewer than one per CPU run."""
+        while self.queue and len(self.running) < _cpus() and self.problem is None:
+            name, text, lock = self.queue.pop(0)
+            if os.path.exists(os.path.join(self.directory, name + ".o")):
+                _unlock(lock)           # done by another compile since we looked
+                continue
+            self.running.append((self._start(name, text), name, lock))
+        if self.problem is not None:
+            for _, _, lock in self.queue:
+                _unlock(lock)
+            self.queue.clear()
+
+    def _start(self, name: str, text: str) -> subprocess.Popen:
+        source = f"{name}.c"
+        written = os.path.join(self.directory, f"{source}.{os.getpid()}.tmp")
+        with open(written, "w", encoding="utf-8", errors="surrogateescape") as f:
+            f.write(text)
+        os.replace(written, os.path.join(self.directory, source))
+        return subprocess.Popen([*self.command, "-c", "-x", "c", source, "-o",
+                                 f"{name}.o.{os.getpid()}.tmp"],
+                                stderr=subprocess.PIPE, env=self.env, cwd=self.directory)
+
+    def _finish(self, returncode: int, err: bytes, name: str, lock: int | None) -> None:
+        temporary = os.path.join(self.directory, f"{name}.o.{os.getpid()}.tmp")
+        try:
+            if returncode != 0:
+                _remove(temporary)
+                errors = err.decode("utf-8", "replace").splitlines()
+                self.problem = self.problem or next((ln for ln in errors if "error" in ln),
+                                                    "the support code did not compile")
+            else:       # atomic: concurrent builds may race to the same name
+                os.replace(temporary, os.path.join(self.directory, name + ".o"))
+        finally:
+            _unlock(lock)
+
+
+def _cpus() -> int:
     try:
-        os.makedirs(directory, exist_ok=True)
-    except OSError as exc:
-        return f"cannot make {directory}: {exc.strerror}"
-    source = f"{name}.c"
-    written = os.path.join(directory, f"{source}.{os.getpid()}.tmp")
-    with open(written, "w", encoding="utf-8", errors="surrogateescape") as f:
-        f.write(unit.replace(SPLIT_TAG, name))
-    os.replace(written, os.path.join(directory, source))
-    temporary = f"{name}.o.{os.getpid()}.tmp"
-    done = subprocess.run([*compiler, *options, "-c", "-x", "c", source, "-o", temporary],
-                          stderr=subprocess.PIPE, env=env, cwd=directory)
-    temporary = os.path.join(directory, temporary)
-    if done.returncode != 0:
-        _remove(temporary)
-        errors = done.stderr.decode("utf-8", "replace").splitlines()
-        return next((ln for ln in errors if "error" in ln), "the support code did not compile")
-    os.replace(temporary, path)           # atomic: concurrent builds may race to the same name
-    return name, path
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
-def link(compiler: list[str], output: str, support: str, env: dict[str, str]) -> str | None:
-    """Put the support object into `output` (a relocatable link); None, or what went wrong."""
+def _try_lock(path: str, wait: bool = False) -> int | None | bool:
+    """An exclusive lock on `path` (its descriptor); False: another process holds it (and `wait`
+    is not set); None: locks do not work here (the unit is then compiled without one)."""
+    import fcntl
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return fd
+    except BlockingIOError:
+        os.close(fd)
+        return False
+    except OSError:
+        os.close(fd)
+        return None
+
+
+def _unlock(lock: int | None | bool) -> None:
+    if isinstance(lock, int) and not isinstance(lock, bool):
+        os.close(lock)          # closing the descriptor releases the lock
+
+
+def link(compiler: list[str], output: str, support: list[str],
+         env: dict[str, str]) -> str | None:
+    """Put the support objects into `output` (a relocatable link); None, or what went wrong."""
     if not os.path.isfile(output) or os.path.islink(output):
         return f"{output} is not a regular file"
     temporary = f"{output}.kf{os.getpid()}.tmp"
-    done = subprocess.run([*compiler, "-r", "-nostdlib", "-o", temporary, output, support],
+    done = subprocess.run([*compiler, "-r", "-nostdlib", "-o", temporary, output, *support],
                           stderr=subprocess.PIPE, env=env)
     if done.returncode != 0:
         _remove(temporary)

@@ -590,10 +590,13 @@ def test_split_compile_reuses_the_support_object(mm, tmp_path):
         assert done.returncode == 0 and done.stderr == ""
         objects.append(mm / f"mm{k}.o")
     stored = sorted(p.name for p in (cache / "objects").iterdir())
-    assert len(stored) == 2 and stored[0].endswith(".c") and stored[1].endswith(".o"), stored
-    assert objects[0].read_bytes() == objects[1].read_bytes()        # the second one reused it
+    units = {name[:-2] for name in stored if name.endswith(".o")}
+    # a unit per kernel driver and one for the dispatcher; each with its source and its lock
+    assert len(units) >= 2 and len(stored) == 3 * len(units), stored
+    assert {f"{u}{ext}" for u in units for ext in (".c", ".o", ".lock")} == set(stored), stored
+    assert objects[0].read_bytes() == objects[1].read_bytes()        # the second one reused them
     tags = _entry_tags(objects[0])
-    assert tags == {stored[1][:-2]}, (tags, stored)
+    assert tags == units, (tags, stored)
     assert "src/mm.c" in (mm / "mm1.d").read_text()
     link = run([CLANG, str(objects[0]), "-o", "fast"], mm)
     assert link.returncode == 0, link.stderr
@@ -617,12 +620,129 @@ def test_split_objects_of_one_program_keep_their_own_support(mm, tmp_path):
         done = kfcc(CLANG, "-O2", *extra, "-c", src, "-o", out, cwd=mm, environ=environ)
         assert done.returncode == 0 and done.stderr == ""
     tags = [_entry_tags(mm / out) for out, _, _ in builds]
-    assert tags[0] == tags[1] and tags[0] != tags[2] and all(len(t) == 1 for t in tags)
+    assert tags[0] == tags[1] and not tags[0] & tags[2] and all(tags), tags
     link = run([CLANG, "mm.o", "mm2.o", "mm3.o", "-o", "prog"], mm)
     assert link.returncode == 0, link.stderr
     plain = run([CLANG, "-O2", "src/mm.c", "-o", "plain"], mm)
     assert plain.returncode == 0
     assert run([mm / "prog"], mm, quiet_stdout=False).stdout == \
+        run([mm / "plain"], mm, quiet_stdout=False).stdout
+
+
+FAKE_CC = """\
+import sys, time
+args = sys.argv[1:]
+source, out = args[args.index("-x") + 2], args[args.index("-o") + 1]
+with open(sys.argv[0] + ".log", "a") as log:
+    log.write(source + "\\n")
+time.sleep(0.3)
+if "FAIL" in open(source).read():
+    sys.exit("error: no")
+open(out, "w").write("object of " + source)
+"""
+
+
+def test_support_units_are_compiled_once_by_the_compiles_of_a_build(tmp_path, monkeypatch):
+    """Two compiles of a build that need the same support units: each unit is compiled once, in
+    parallel with the others, and the second compile waits for the first one's instead of
+    compiling it again; a unit whose compile failed is tried again by the compile that waited,
+    and both report it."""
+    from kernelfarer import split
+    monkeypatch.setenv("KERNELFARER_PROFILE_DIR", str(tmp_path / "profile"))
+    fake = tmp_path / "cc.py"
+    fake.write_text(FAKE_CC)
+    compiler = [sys.executable, str(fake)]
+    units = [(("kf_a_driver",), '__asm__("kf_a_driver_KERNELFARER_SPLIT_TAG")'),
+             (("kf_b_driver",), 'int x; __asm__("kf_b_driver_KERNELFARER_SPLIT_TAG")'),
+             (("kf_c_driver",), 'calls __asm__("kf_a_driver_KERNELFARER_SPLIT_TAG") and '
+                                '__asm__("kf_c_driver_KERNELFARER_SPLIT_TAG")')]
+    tags, resolved = split.resolve(units, compiler, ["-O2"])
+    assert len(set(tags.values())) == 3
+    assert f"kf_a_driver_{tags['kf_a_driver']}" in resolved[2][1]     # the unit it calls
+    assert f"kf_c_driver_{tags['kf_c_driver']}" in resolved[2][1]     # its own
+    start = time.monotonic()
+    first = split.SupportBuild(resolved, compiler, ["-O2"], dict(os.environ))
+    second = split.SupportBuild(resolved, compiler, ["-O2"], dict(os.environ))
+    assert len(second.others) == 3 and not second.queue            # all being built by `first`
+    objects = first.wait()
+    assert objects == second.wait() and all(Path(o).read_text().startswith("object of")
+                                            for o in objects)
+    log = Path(str(fake) + ".log").read_text().split()
+    assert sorted(log) == sorted(f"{t}.c" for t, _ in resolved), log           # once each
+    if split._cpus() >= 2:
+        assert time.monotonic() - start < 3 * 0.3 + 0.25                      # in parallel
+    again = split.SupportBuild(resolved, compiler, ["-O2"], dict(os.environ))
+    assert not again.queue and not again.others and again.wait() == objects  # all cached
+
+    broken = [(("kf_d_driver",), 'FAIL __asm__("kf_d_driver_KERNELFARER_SPLIT_TAG")')]
+    _, resolved = split.resolve(broken, compiler, ["-O2"])
+    first = split.SupportBuild(resolved, compiler, ["-O2"], dict(os.environ))
+    second = split.SupportBuild(resolved, compiler, ["-O2"], dict(os.environ))
+    assert first.wait() == second.wait() == "error: no"
+    assert Path(str(fake) + ".log").read_text().split().count(f"{resolved[0][0]}.c") == 2
+    assert not [p for p in (tmp_path / "profile" / "objects").iterdir() if ".tmp" in p.name]
+
+
+def test_files_with_gemms_of_a_type_in_common_share_its_support_units(mm, tmp_path):
+    """A float GEMM in one file and a float and a double one in another: the second compile
+    reuses the float kernel's unit the first one compiled."""
+    environ = env(KERNELFARER_PROFILE_DIR=str(tmp_path / "profile"))
+    nest = """
+void mm_{t}(int n, const {t} *a, const {t} *b, {t} *c)
+{{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            for (int k = 0; k < n; k++)
+                c[i * n + j] += a[i * n + k] * b[k * n + j];
+}}
+"""
+    (mm / "src" / "both.c").write_text(nest.format(t="float") + nest.format(t="double"))
+    for out, src in (("mm.o", "src/mm.c"), ("both.o", "src/both.c")):
+        done = kfcc(CLANG, "-O2", "-c", src, "-o", out, cwd=mm, environ=environ)
+        assert done.returncode == 0 and done.stderr == ""
+    single, both = _entry_tags(mm / "mm.o"), _entry_tags(mm / "both.o")
+    floats = {t for t in single      # the float kernels' units (not the dispatcher's)
+              if re.search(rf" W kf_sgemm_(?!\w*_auto_)\w+_{t}$", _symbols(mm / "mm.o"), re.M)}
+    assert floats and floats <= both and both - single, (single, both)
+    units = {p.stem for p in (tmp_path / "profile" / "objects").glob("*.o")}
+    assert units == single | both
+
+
+def test_warning_options_do_not_make_other_support_units(mm, tmp_path):
+    """Options that change only what a compile says (-W..., -w, -pedantic, diagnostics' format)
+    are left out of the support units' compiles: builds that differ in them share the units;
+    an option's value is never taken for an option (-Xclang -Wfoo stays whole)."""
+    from kernelfarer import ccargs, split
+    cmd = ccargs.parse(["-O2", "-Wall", "-Xclang", "-Wfoo", "-Wa,-mbig-obj", "-pedantic", "-w",
+                        "-fdiagnostics-color=always", "-g", "-DX=1", "-c", "x.c", "-o", "x.o"])
+    assert split.support_options(cmd) == ["-O2", "-Xclang", "-Wfoo", "-Wa,-mbig-obj", "-g",
+                                          "-DX=1"]
+    shown = ccargs.parse(["-O2", "-Wall", "-DKERNELFARER_SUPPORT_WARNINGS", "-c", "x.c"])
+    assert split.support_options(shown) == ["-O2", "-Wall", "-DKERNELFARER_SUPPORT_WARNINGS"]
+    environ = env(KERNELFARER_PROFILE_DIR=str(tmp_path / "profile"))
+    tags = []
+    for k, flags in enumerate((["-O2"], ["-O2", "-Wall", "-Wextra", "-Wno-unused-variable"])):
+        done = kfcc(CLANG, *flags, "-c", "src/mm.c", "-o", f"mm{k}.o", cwd=mm, environ=environ)
+        assert done.returncode == 0
+        tags.append(_entry_tags(mm / f"mm{k}.o"))
+    assert tags[0] and tags[0] == tags[1]
+
+
+def test_command_line_macros_do_not_reach_into_the_support_units(mm, tmp_path):
+    """-D names that the support code uses as identifiers (its parameters) are set aside around
+    it in each unit, which is compiled with the command line's macros; the program still prints
+    what the plain build prints."""
+    environ = env(KERNELFARER_PROFILE_DIR=str(tmp_path / "profile"))
+    flags = ["-O2", "-Dalpha=oops(", "-D", "k=no_such_name", "-Ubeta"]
+    done = kfcc(CLANG, *flags, "-c", "src/mm.c", "-o", "mm.o", cwd=mm, environ=environ)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert _entry_tags(mm / "mm.o")                                         # replaced
+    sources = "".join(p.read_text() for p in (tmp_path / "profile" / "objects").glob("*.c"))
+    assert '#pragma push_macro("alpha")' in sources and '#pragma push_macro("k")' in sources
+    assert run([CLANG, "mm.o", "-o", "fast"], mm).returncode == 0
+    plain = run([CLANG, *flags, "src/mm.c", "-o", "plain"], mm)
+    assert plain.returncode == 0
+    assert run([mm / "fast"], mm, quiet_stdout=False).stdout == \
         run([mm / "plain"], mm, quiet_stdout=False).stdout
 
 

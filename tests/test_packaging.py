@@ -45,3 +45,22 @@ def test_regular_install_ships_subpackages_and_templates(tmp_path):
     installed_file, status = run.stdout.split()
     assert Path(installed_file).resolve().is_relative_to(target.resolve())
     assert status == "ok"
+
+
+def test_templates_compiled_at_installation_spare_a_first_build_compiling_them(tmp_path):
+    """The Makefile compiles the templates when it installs (emit.precompile_templates): a
+    process with an empty profile directory loads them compiled and compiles none itself."""
+    code = ("import sys; from kernelfarer import emit;"
+            "n = emit.precompile_templates() if sys.argv[1] == 'ship' else 0;"
+            "emit.environment().get_template('driver.c.j2');"
+            "emit.environment().get_template('kernels/x86_avx512.c.j2'); print(n)")
+    env = {**os.environ, "KERNELFARER_PROFILE_DIR": str(tmp_path / "first")}
+    shipped = subprocess.run([sys.executable, "-c", code, "ship"], capture_output=True, text=True,
+                             env=env, cwd=tmp_path)
+    assert shipped.returncode == 0, shipped.stderr
+    assert int(shipped.stdout) > 20                          # every template, compiled once
+    env["KERNELFARER_PROFILE_DIR"] = str(tmp_path / "second")
+    done = subprocess.run([sys.executable, "-c", code, "use"], capture_output=True, text=True,
+                          env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert list((tmp_path / "second" / "templates").iterdir()) == []     # nothing compiled
