@@ -1,4 +1,4 @@
-"""The x86 micro-kernels' k loops under llvm-mca, next to what this machine measures.
+"""The micro-kernels' k loops under llvm-mca, next to what this machine measures.
 
 For each x86 kernel (AVX-512 and AVX2, f32 and f64) the packed micro-kernel is compiled as the
 rewriter emits it (clang-19 -O3, function target attributes), its main k loop is cut out of the
@@ -12,7 +12,10 @@ A caveat on the models: llvm-mca-19's `sapphirerapids` (and `icelake-server`) mo
 FMAs on port 0 only, like the client cores; the Xeon parts have a second 512-bit FMA unit on port 5,
 which `skylake-avx512` models.  Both are printed for AVX-512.
 
-    python bench/mca_kernels.py [--cpus skylake-avx512,sapphirerapids,znver4,znver3]
+The Arm kernels (float, dot products, i8mm, bf16, fhm) follow, modelled only (llvm-mca-19 for
+Neoverse V1, N2 and V2): multiply-adds per cycle of each k loop.
+
+    python bench/mca_kernels.py [--cpus skylake-avx512,sapphirerapids,znver4,znver3] [--arm]
 """
 
 from __future__ import annotations
@@ -178,13 +181,81 @@ def measure(plan, workdir: str) -> tuple[float, float] | None:
     return kernel, peak
 
 
+# The Arm kernels: (target, type, the instruction that multiplies, multiply-adds per instruction).
+ARM_KERNELS = (
+    ("neon", DType.F32, "fmla", 4), ("neon", DType.F64, "fmla", 2),
+    ("neon-dotprod", DType.I8I32, "sdot", 16), ("neon-dotprod", DType.U8I32, "udot", 16),
+    ("neon-i8mm", DType.I8I32, "smmla", 32), ("neon-i8mm", DType.U8I32, "ummla", 32),
+    ("neon-i8mm", DType.U8S8I32, "usmmla", 32), ("neon-i8mm", DType.S8U8I32, "usmmla", 32),
+    ("neon-bf16", DType.BF16F32, "bfmmla", 16), ("neon-fhm", DType.F16F32, "fmlal", 4),
+)
+ARM_CPUS = ("neoverse-v1", "neoverse-n2", "neoverse-v2")
+ARM_WRAPPER = """
+{attr} void kf_mca_kernel(kf_index k, const {I} *a, const {I} *b, {T} *c, kf_index ldc)
+{{
+    {kernel}(k, a, b, c, ldc, {mr}, {nr}, 1, 1, 1);
+}}
+"""
+
+
+def arm_loop(target: str, dtype: DType, insn: str, workdir: str) -> tuple[list[str], object]:
+    """The k loop (the loop with the most `insn`) of the kernel of `target` for `dtype`, compiled
+    for AArch64 as the rewriter emits it, and its plan."""
+    plan = make_plan(targets.TARGETS[target], dtype)
+    src = os.path.join(workdir, f"{plan.kernel_name}.c")
+    with open(src, "w") as f:
+        f.write(emit.render_support([plan]))
+        f.write(ARM_WRAPPER.format(attr=plan.attribute, T=plan.ctype, I=plan.in_ctype,
+                                   kernel=plan.kernel_name, mr=plan.mr, nr=plan.nr))
+    asm = src[:-2] + ".s"
+    subprocess.run([CC, "-O3", "-S", "-w", *plan.target.compile_flags, src, "-o", asm], check=True)
+    lines = open(asm).read().splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("kf_mca_kernel:"))
+    body = lines[start:next(i for i in range(start, len(lines)) if ".cfi_endproc" in lines[i])]
+    labels = {ln.split(":")[0]: i for i, ln in enumerate(body) if re.match(r"^\.LBB\S+:", ln)}
+    best: list[str] = []
+    for i, ln in enumerate(body):
+        m = re.match(r"^\s+(?:b\.\w+|cbn?z\s+\w+,|tbn?z\s+\w+, #\d+,)\s+(\.LBB\S+)", ln)
+        if m and m.group(1) in labels and labels[m.group(1)] < i:
+            loop = [x.split("//")[0].rstrip() for x in body[labels[m.group(1)] + 1:i]]
+            loop = [x for x in loop if x.strip() and not x.strip().startswith(".")]
+            count = sum(x.split()[0] in (insn, insn + "2") for x in loop)
+            if count > sum(x.split()[0] in (insn, insn + "2") for x in best):
+                best = loop
+    return best, plan
+
+
+def arm_table() -> None:
+    """The Arm kernels' k loops under llvm-mca (no Arm machine here: the model only)."""
+    print("\n| kernel | instruction | per trip | instructions / trip | llvm-mca core | cycles / trip "
+          "| multiply-adds / cycle |")
+    print("|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="kf-mca-arm-") as workdir:
+        for target, dtype, insn, macs in ARM_KERNELS:
+            loop, plan = arm_loop(target, dtype, insn, workdir)
+            count = sum(x.split()[0] in (insn, insn + "2") for x in loop)
+            path = os.path.join(workdir, "loop.s")
+            with open(path, "w") as f:
+                f.write("\n".join(loop) + "\n")
+            for cpu in ARM_CPUS:
+                out = subprocess.run([MCA, "-mtriple=aarch64", f"-mcpu={cpu}", "-iterations=300",
+                                      path], capture_output=True, text=True, check=True).stdout
+                cycles = int(re.search(r"Total Cycles:\s+(\d+)", out).group(1)) / 300
+                print(f"| {plan.kernel_name} | {insn} | {count} | {len(loop)} | {cpu} "
+                      f"| {cycles:.2f} | {count * macs / cycles:.1f} |", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cpus", default="", help="llvm-mca cores (default: per target)")
+    parser.add_argument("--arm", action="store_true", help="the Arm kernels only")
     args = parser.parse_args()
     if MCA is None:
         print("llvm-mca-19 is not installed (Debian: llvm-19)", file=sys.stderr)
         return 1
+    if args.arm:
+        arm_table()
+        return 0
     print(f"this machine: {hostinfo.real_host().cpu_model} (llvm-mca model "
           f"{hostinfo.real_host().mca_cpu or '-'})\n")
     print("| kernel | k steps / trip | FMAs / k step | instructions / k step | llvm-mca core "
@@ -212,6 +283,7 @@ def main() -> int:
                     print(f"| {plan.kernel_name} | {per_trip} | {fmas // per_trip} "
                           f"| {len(loop) / per_trip:.1f} | {cpu} | {per_step:.2f} | {bound:.1f} "
                           f"| {100 * bound / per_step:.0f}% | {here} |", flush=True)
+    arm_table()
     return 0
 
 

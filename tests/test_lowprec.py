@@ -304,8 +304,10 @@ CROSS_LOWPREC = {
                           ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
     "power10-mma:s8u8": ("s8u8", {"mc": 16, "kc": 8, "nc": 48}, "power9",
                          ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
-    # uint8: udot (dotprod), usdot / sudot (i8mm; Cortex-A76 has dotprod, not i8mm)
+    # uint8: udot (dotprod); ummla, usmmla and usmmla with its operands swapped (i8mm; Cortex-A76
+    # has dotprod, not i8mm)
     "neon-dotprod:uint8": ("uint8", {"mc": 16, "kc": 8, "nc": 48}, "cortex-a53", None),
+    "neon-i8mm:uint8": ("uint8", {"mc": 16, "kc": 16, "nc": 16}, "cortex-a76", None),
     "neon-i8mm:s8u8": ("s8u8", {"mc": 16, "kc": 8, "nc": 48}, "cortex-a76", None),
     "neon-i8mm:u8s8": ("u8s8", {"mc": 16, "kc": 8, "nc": 48}, "cortex-a76", None),
 }
@@ -340,15 +342,14 @@ def test_cross_kernel_equals_the_loop_under_qemu(tmp_path, name) -> None:
 
 @pytest.mark.skipif(not OBJDUMP, reason="no llvm-objdump")
 @pytest.mark.parametrize("kind, name, insn, per_group", [
-    ("int8", "neon-dotprod", "sdot", 24), ("bf16", "neon-bf16", "bfdot", 24),
+    ("int8", "neon-dotprod", "sdot", 24), ("bf16", "neon-bf16", "bfmmla", 16),
     ("int8", "neon-i8mm", "smmla", 16), ("fp16", "neon-fhm", "fmlal", 16),
-    ("uint8", "neon-dotprod", "udot", 24), ("s8u8", "neon-i8mm", "usdot", 24),
-    ("u8s8", "neon-i8mm", "sudot", 24)])
+    ("uint8", "neon-dotprod", "udot", 24), ("uint8", "neon-i8mm", "ummla", 16),
+    ("s8u8", "neon-i8mm", "usmmla", 16), ("u8s8", "neon-i8mm", "usmmla", 16)])
 def test_arm_dot_k_loop(tmp_path, kind, name, insn, per_group) -> None:
-    """The Arm kernels' k loops: 24 by-lane sdot / udot / usdot / sudot / bfdot per group (8 rows
-    x 3 quads of columns),
-    16 smmla (4 row pairs x 4 column pairs), 16 fmlal / fmlal2 per k step (8 rows x 2 quads),
-    nothing on the stack (sp)."""
+    """The Arm kernels' k loops: 24 by-lane sdot / udot per group (8 rows x 3 quads of columns),
+    16 smmla / ummla / usmmla / bfmmla (4 row pairs x 4 column pairs), 16 fmlal / fmlal2 per k
+    step (8 rows x 2 quads), nothing on the stack (sp)."""
     body = k_loop(tmp_path, kind, name, insn,
                   r"b\.\w+\s+(?:0x)?([0-9a-f]+)|cbn?z\s+\w+, (?:0x)?([0-9a-f]+)")
     dots = sum(1 for ln in body if ln.startswith(insn))
