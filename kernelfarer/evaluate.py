@@ -70,6 +70,7 @@ class Evaluator:
                                                              # bf16 ones of a float GEMM
     narrow_dtype: DType | None = None                        # ... the GEMM's type then
     unsigned: set = field(default_factory=set)               # the uint8 ones among them
+    plain_char: set = field(default_factory=set)             # ... and those of plain `char`
 
     def value(self, node: c_ast.Node, state: dict) -> Lin:
         if isinstance(node, c_ast.Constant):
@@ -213,7 +214,8 @@ class Evaluator:
             return
         narrow = {(DType.I32, "signed char"): DType.I8I32,    # int8 operands summed in int32
                   (DType.I32, "unsigned char"): DType.I8I32,  # (uint8 ones too: the roles of A
-                                                              # and B then say which, see recognize)
+                                                              # and B then say which, see recognize;
+                  (DType.I32, "char"): DType.I8I32,           # plain char: either, by the compile)
                   (DType.I32, "short"): DType.I16I32,         # int16 ...
                   (DType.F32, "__bf16"): DType.BF16F32,
                   (DType.F32, "_Float16"): DType.F16F32}.get((self.dtype, e.spelling))
@@ -221,6 +223,8 @@ class Evaluator:
             self.narrow.add(acc.array)
             if not e.signed:
                 self.unsigned.add(acc.array)
+            if e.spelling == "char":
+                self.plain_char.add(acc.array)
             self.narrow_dtype = narrow
             return
         raise NotGemm(f"'{acc.array}' holds {e.spelling}, the result holds {self.dtype.ctype} "

@@ -191,6 +191,7 @@ class TranslationUnit:
     ast: c_ast.FileAST
     identifiers: frozenset[str] = frozenset()   # every identifier of the preprocessed file
     skipped: tuple = ()      # parsefix.Skipped: functions the parser could not read, left out
+    char_unsigned: bool = False    # plain char is unsigned in the compile (__CHAR_UNSIGNED__)
 
 
 def load(path: str, cppflags: tuple[str, ...] = (), *, preprocessed: str | None = None,

@@ -39,9 +39,11 @@ __all__ = ["FunctionFacts", "recognize_nest"]
 def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
                    location: SourceLocation, nest_ids: set[int],
                    functions: frozenset[str] | None = None,
-                   canon: Canonical | None = None) -> GemmSpec:
+                   canon: Canonical | None = None, char_unsigned: bool = False) -> GemmSpec:
     """GemmSpec for the nest rooted at `outer` (in canonical form, canonical.py, when `canon`
-    says what was done to get there), or NotGemm."""
+    says what was done to get there), or NotGemm.  `char_unsigned`: plain char is unsigned in
+    the compile (its preprocessor defines __CHAR_UNSIGNED__); a call site that takes plain char
+    operands for int8 or uint8 checks it at compile time, and runs the loop where it is wrong."""
     canon = canon or Canonical(node=outer)
     scope = scope.snapshot()
     nest = parse_nest(outer, scope)
@@ -105,8 +107,14 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     n_var = unit[-1] if len(unit) == 2 else unit[0]
     m_var = next(v for v in c_vars if v != n_var)
     a_acc, b_acc = _assign_roles(first, second, m_var, n_var, k_var, iterators)
+    char_guards: list[Guard] = []
     if dtype is DType.I8I32:
-        dtype = DType.int8(a_acc.array in ev.unsigned, b_acc.array in ev.unsigned)
+        unsigned = ev.unsigned | (ev.plain_char if char_unsigned else set())
+        dtype = DType.int8(a_acc.array in unsigned, b_acc.array in unsigned)
+        if ev.plain_char & {a_acc.array, b_acc.array}:
+            char_guards.append(Guard("(char)-1 > 0" if char_unsigned else "(char)-1 < 0",
+                                     f"plain char is {'un' if char_unsigned else ''}signed here "
+                                     "(a constant: the compile keeps one branch)"))
 
     _check_invariants(nest, ev, facts, scope, [a_acc, b_acc, c_access], iterators, nest_ids,
                       canon.dead)
@@ -116,8 +124,8 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     size_exprs = {v: _trip_count(loops[v]) for v in (m_var, n_var, k_var)}
     sizes = dict(zip((m_var, n_var, k_var), SIZE_NAMES))
     starts = {v: loops[v].lower for v in iterators}
-    guards: list[Guard] = [Guard(f"{sizes[v]} > 0", f"the {v} loop runs")
-                           for v in (m_var, n_var, k_var)]
+    guards: list[Guard] = char_guards + [Guard(f"{sizes[v]} > 0", f"the {v} loop runs")
+                                         for v in (m_var, n_var, k_var)]
     guards += bound_guards(nest)
     guards += [Guard(expr, why) for expr, why in canon.guards]
 

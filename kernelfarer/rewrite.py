@@ -120,6 +120,7 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
     source = tu.source
     if macros is None:
         macros = frontend.defined_macros(path, options.cppflags)
+    tu.char_unsigned = "__CHAR_UNSIGNED__" in macros
     names = hygiene.Names(tu.identifiers | macros)
     notes = []
     if options.target == "auto" and target.name == targets.GENERIC:

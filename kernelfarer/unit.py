@@ -189,7 +189,8 @@ class _Walker:
                 raise NotGemm("the while loop is not a counted loop (a counter set right before "
                               "it and stepped by one at the end of its body)")
             spec = recognize_nest(canon.node, scope, self.facts, location, _ids_within(node),
-                                  self.functions, canon=canon)
+                                  self.functions, canon=canon,
+                                  char_unsigned=self.tu.char_unsigned)
         except NotGemm as exc:
             # Every nest of three or more loops gets a line; so does every outermost loop.
             if depth == 0 or _depth(node) >= 3:

@@ -67,6 +67,10 @@ LOOPS["fp16"] = LOOPS["bf16"].replace("__bf16", "_Float16")
 LOOPS["uint8"] = LOOPS["int8"].replace("int8_t", "uint8_t")
 LOOPS["u8s8"] = LOOPS["int8"].replace("const int8_t *a", "const uint8_t *a")
 LOOPS["s8u8"] = LOOPS["int8"].replace("const int8_t *b", "const uint8_t *b")
+# plain char: int8 or uint8 as the compile has it (signed on x86, unsigned on AArch64 and with
+# -funsigned-char); with an unsigned char B too
+LOOPS["char"] = LOOPS["int8"].replace("const int8_t *", "const char *")
+LOOPS["char_u8"] = LOOPS["char"].replace("const char *b", "const uint8_t *b")
 # ... its product written B first, with conversions: the roles come from the subscripts
 LOOPS["s8u8_cast"] = LOOPS["s8u8"].replace("a[i * lda + p] * b[p * n + j]",
                                            "(int)b[p * n + j] * (int32_t)a[i * lda + p]")
@@ -80,6 +84,8 @@ TYPES = {"int8": ("int8_t", "int32_t", INT8_FILL),
          "u8s8": ("uint8_t", "int32_t", UINT8_FILL, "int8_t", INT8_FILL),
          "s8u8": ("int8_t", "int32_t", INT8_FILL, "uint8_t", UINT8_FILL),
          "s8u8_cast": ("int8_t", "int32_t", INT8_FILL, "uint8_t", UINT8_FILL),
+         "char": ("char", "int32_t", "(char)(rand() % 256)"),
+         "char_u8": ("char", "int32_t", "(char)(rand() % 256)", "uint8_t", UINT8_FILL),
          "int16": ("short", "int", "(short)(rand() % 8001 - 4000)"),
          "bf16": ("__bf16", "float", "small_bf16(rand() % 9 - 4)"),
          "fp16": ("_Float16", "float", "(_Float16)(rand() % 9 - 4)")}
@@ -148,13 +154,15 @@ extern long kernelfarer_fast_path_calls;
 
 def build_and_run(tmp: Path, kind: str, target: str, blocking: dict, env: dict | None = None,
                   cross: tuple[str, ...] = (), fast: bool = True,
-                  flags: tuple[str, ...] | None = None) -> str:
-    """Rewrite, build (for the target's machine when `cross` names its emulator command: with
-    the target's flags, or `flags`) and run; `fast`: every call with m, n, k > 0 must have taken
-    the fast path."""
+                  flags: tuple[str, ...] | None = None, cppflags: tuple[str, ...] = (),
+                  cflags: tuple[str, ...] = ()) -> str:
+    """Rewrite (with `cppflags`), build (for the target's machine when `cross` names its emulator
+    command: with the target's flags, or `flags`; `cflags` in any case) and run; `fast`: every
+    call with m, n, k > 0 must have taken the fast path."""
     src = tmp / "loop.c"
     src.write_text(LOOPS[kind])
-    result = rewrite_file(str(src), RewriteOptions(target=target, blocking=blocking))
+    result = rewrite_file(str(src), RewriteOptions(target=target, blocking=blocking,
+                                                   cppflags=cppflags))
     assert any(r.replaced for r in result.remarks), [r.message() for r in result.remarks]
     (tmp / "rewritten.c").write_text(result.text)
     (tmp / "reference.c").write_text(LOOPS[kind].replace("void gemm(", "void reference("))
@@ -169,7 +177,7 @@ def build_and_run(tmp: Path, kind: str, target: str, blocking: dict, env: dict |
         flags = [*(flags or targets.TARGETS[target].compile_flags), "-fuse-ld=lld"]
     else:
         flags = []
-    subprocess.run([CLANG, "-O2", *flags, *TRACE_FLAGS, f"-DFAST={int(fast)}", "-o", str(exe),
+    subprocess.run([CLANG, "-O2", *flags, *cflags, *TRACE_FLAGS, f"-DFAST={int(fast)}", "-o", str(exe),
                     str(tmp / "main.c"), str(tmp / "rewritten.c"), str(tmp / "reference.c")],
                    check=True)
     done = subprocess.run([*cross, str(exe)], capture_output=True, text=True, env=env,
@@ -226,6 +234,30 @@ def test_x86_auto_picks_a_path_that_equals_the_loop(tmp_path, kind, path) -> Non
 @pytest.mark.parametrize("kind", sorted(LOOPS))
 def test_portable_kernel_equals_the_loop(tmp_path, kind) -> None:
     build_and_run(tmp_path, kind, "generic", TINY)
+
+
+@pytest.mark.parametrize("kind", ["char", "char_u8"])
+def test_plain_char_operands_follow_the_compile(tmp_path, kind) -> None:
+    """Plain char is int8 or uint8 as the compile says (__CHAR_UNSIGNED__: -funsigned-char,
+    AArch64): rewritten and built alike, every call takes the kernel of that type and equals the
+    loop over every bit pattern; built with the other signedness than the rewrite saw, the call
+    sites' compile-time check sends every call to the original loops (still equal)."""
+    for rewrite, build, fast in (((), (), True), (("-funsigned-char",), ("-funsigned-char",), True),
+                                 ((), ("-funsigned-char",), False),
+                                 (("-funsigned-char",), (), False)):
+        out = build_and_run(tmp_path, kind, "generic", TINY, fast=fast, cppflags=rewrite,
+                            cflags=build)
+        assert out.startswith("fast=0 of" if not fast else "fast="), (rewrite, build, out)
+        assert fast or "fast=0 of" in out
+    text = (tmp_path / "rewritten.c").read_text()
+    assert "(char)-1 > 0" in text and "plain char is unsigned here" in text
+    target = targets.TARGETS["neon-dotprod"]
+    if shutil.which(target.emulator[0]) and \
+            (Path(target.emulator[target.emulator.index("-L") + 1]) / "include").is_dir():
+        out = build_and_run(tmp_path, kind, "neon-dotprod", {}, cross=target.emulator,
+                            cppflags=target.compile_flags)       # AArch64's char: unsigned
+        assert out.startswith("fast="), out
+        assert "runs as kf_u8i32gemm_neon_dotprod" in (tmp_path / "rewritten.c").read_text()
 
 
 def test_a_product_of_two_bf16_is_not_taken_for_an_exact_one(tmp_path) -> None:
