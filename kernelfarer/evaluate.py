@@ -179,8 +179,8 @@ class Evaluator:
                                                   or t.bits > self.dtype.size * 8):
             raise NotGemm(f"'{name}' is {t.spelling} in a {self.dtype.ctype} computation "
                           "(mixed precision)")
-        if self.dtype and t.kind == "int" and self.dtype.kind == "int" and (
-                t.bits > self.dtype.size * 8 or not t.signed):
+        if self.dtype and t.kind == "int" and self.dtype.kind == "int" and \
+                t.bits > self.dtype.size * 8:     # narrower or as wide, signed or not: modulo 2^w
             raise NotGemm(f"'{name}' is {t.spelling} in a {self.dtype.ctype} computation")
         self.scalar_params.add(name)
         return {"one": Poly.symbol(name)}

@@ -80,11 +80,17 @@ class DType(enum.Enum):
             f"{self.a_ctype} x {self.b_ctype}"
 
     def is_result(self, kind: str, bits: int, signed: bool = True) -> bool:
-        return kind == self.kind and bits == self.size * 8 and (signed or self.kind == "float")
+        """Whether C (or a scalar of C's precision) may hold `kind`/`bits`: integers of C's width
+        signed or unsigned alike, as sums and products of them wrap alike (modulo 2^bits: the
+        kernels' integer arithmetic is exactly that)."""
+        return kind == self.kind and bits == self.size * 8
 
     def is_operand(self, kind: str, bits: int, signed: bool = True) -> bool:
+        """Whether an operand may hold `kind`/`bits`: unsigned integers as narrow types that say
+        so (uint8), or of C's own width (the same bits modulo 2^bits)."""
         return kind == self.kind and bits == self.in_size * 8 and (
-            signed or self.kind == "float" or "unsigned" in self.a_ctype + self.b_ctype)
+            signed or self.kind == "float" or self.in_size == self.size
+            or "unsigned" in self.a_ctype + self.b_ctype)
 
     @classmethod
     def for_result(cls, kind: str, bits: int, signed: bool = True) -> "DType | None":

@@ -260,6 +260,122 @@ def test_plain_char_operands_follow_the_compile(tmp_path, kind) -> None:
         assert "runs as kf_u8i32gemm_neon_dotprod" in (tmp_path / "rewritten.c").read_text()
 
 
+UNSIGNED_RESULTS = r"""
+#include <stdint.h>
+void g1(int m, int n, int k, const uint8_t *a, const uint8_t *b, uint32_t *c)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            uint32_t s = 0;
+            for (int p = 0; p < k; p++)
+                s += a[i * k + p] * b[p * n + j];
+            c[i * n + j] = s;
+        }
+}
+void g2(int m, int n, int k, const unsigned *a, const unsigned *b, unsigned *c, unsigned alpha)
+{
+    for (int i = 0; i < m; i++)
+        for (int p = 0; p < k; p++)
+            for (int j = 0; j < n; j++)
+                c[i * n + j] += alpha * a[i * k + p] * b[p * n + j];
+}
+void g3(int m, int n, int k, const int8_t *a, const int8_t *b, unsigned *c)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            unsigned s = 0;
+            for (int p = 0; p < k; p++)
+                s += a[i * k + p] * b[p * n + j];
+            c[i * n + j] = s > 100u ? s : 7u;      /* unsigned: negative sums are large */
+        }
+}
+void g4(int m, int n, int k, const unsigned long *a, const long *b, unsigned long *c)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            for (int p = 0; p < k; p++)
+                c[i * n + j] += a[i * k + p] * (unsigned long)b[p * n + j];
+}
+"""
+UNSIGNED_MAIN = r"""
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#define DECL(p) \
+void p##g1(int, int, int, const uint8_t *, const uint8_t *, uint32_t *); \
+void p##g2(int, int, int, const unsigned *, const unsigned *, unsigned *, unsigned); \
+void p##g3(int, int, int, const int8_t *, const int8_t *, unsigned *); \
+void p##g4(int, int, int, const unsigned long *, const long *, unsigned long *);
+DECL() DECL(ref_)
+extern long kernelfarer_fast_path_calls;
+static unsigned long bits(void) { return ((unsigned long)rand() << 33) ^ ((unsigned long)rand() << 11) ^ (unsigned long)rand(); }
+int main(void)
+{
+    static const int sizes[][3] = { {1, 1, 1}, {7, 11, 5}, {13, 33, 7}, {37, 97, 29}, {61, 45, 130} };
+    int s, bad = 0, calls = 0;
+    for (s = 0; s < 5; s++) {
+        int m = sizes[s][0], n = sizes[s][1], k = sizes[s][2], i;
+        unsigned long *a = malloc(8 * m * k), *b = malloc(8 * k * n), *c = malloc(8 * m * n),
+                      *r = malloc(8 * m * n);
+        srand(s + 1);
+        for (i = 0; i < m * k; i++) a[i] = bits();
+        for (i = 0; i < k * n; i++) b[i] = bits();
+        for (i = 0; i < m * n; i++) c[i] = r[i] = bits();
+#define CHECK(f) calls++; \
+        if (memcmp(c, r, 8 * m * n)) { printf(#f " differs at %d %d %d\n", m, n, k); bad++; }
+        g1(m, n, k, (const uint8_t *)a, (const uint8_t *)b, (uint32_t *)c);
+        ref_g1(m, n, k, (const uint8_t *)a, (const uint8_t *)b, (uint32_t *)r);
+        CHECK(g1)
+        g2(m, n, k, (const unsigned *)a, (const unsigned *)b, (unsigned *)c, (unsigned)b[0]);
+        ref_g2(m, n, k, (const unsigned *)a, (const unsigned *)b, (unsigned *)r, (unsigned)b[0]);
+        CHECK(g2)
+        g3(m, n, k, (const int8_t *)a, (const int8_t *)b, (unsigned *)c);
+        ref_g3(m, n, k, (const int8_t *)a, (const int8_t *)b, (unsigned *)r);
+        CHECK(g3)
+        g4(m, n, k, a, (const long *)b, c);
+        ref_g4(m, n, k, a, (const long *)b, r);
+        CHECK(g4)
+        free(a); free(b); free(c); free(r);
+    }
+    printf("fast=%ld of %d\n", kernelfarer_fast_path_calls, calls);
+    return bad != 0 || kernelfarer_fast_path_calls != calls;
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["generic", "auto"])
+def test_unsigned_results_wrap_as_the_loop_does(tmp_path, target) -> None:
+    """uint32 sums of uint8 and int8 products, an unsigned GEMM scaled by an unsigned alpha, and
+    an unsigned long one of mixed signedness: integers of C's width wrap alike signed or not, so
+    the int kernels compute them; an epilogue keeps its unsigned comparison.  Every bit pattern,
+    every call on the kernels, equal to the loops."""
+    src = tmp_path / "u.c"
+    src.write_text(UNSIGNED_RESULTS)
+    result = rewrite_file(str(src), RewriteOptions(target=target))
+    assert sum(r.replaced for r in result.remarks) == 4, [r.message() for r in result.remarks]
+    (tmp_path / "out.c").write_text(result.text)
+    (tmp_path / "ref.c").write_text(UNSIGNED_RESULTS.replace("void g", "void ref_g"))
+    (tmp_path / "main.c").write_text(UNSIGNED_MAIN)
+    exe = tmp_path / "run"
+    subprocess.run([CLANG, "-O2", *TRACE_FLAGS, "-o", str(exe), *(str(tmp_path / f) for f in
+                    ("main.c", "out.c", "ref.c"))], check=True)
+    done = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("fast=20 of 20"), done.stdout
+
+
+def test_unsigned_operands_narrower_than_the_sum_are_not_taken_for_signed_ones(tmp_path) -> None:
+    """unsigned short operands (0..65535) summed in an unsigned int are not the int16 GEMM
+    (-32768..32767): refused, with a remark."""
+    src = tmp_path / "s.c"
+    src.write_text(LOOPS["int16"].replace("const short *", "const unsigned short *")
+                   .replace("int *c", "unsigned *c"))
+    result = rewrite_file(str(src), RewriteOptions(target="generic", verify=False))
+    assert not any(r.replaced for r in result.remarks)
+    assert "holds unsigned short" in result.remarks[0].message()
+
+
 def test_a_product_of_two_bf16_is_not_taken_for_an_exact_one(tmp_path) -> None:
     """`a[i] * b[j]` on two __bf16 rounds the product to bf16 in C: not a GEMM the dot-product
     kernels compute; with the operands converted to float it is."""
