@@ -482,7 +482,8 @@ _MMA_GROUPS = {
         isa=dict(raw="unsigned short", vec="__vector signed int", ger="__builtin_mma_xvi16ger2pp",
                  load="vec_xl", store="vec_xst", mul="vec_mul", splats="vec_splats"),
     ),
-    # (int8 x uint8 is xvi8ger4pp's own product; uint8 x int8 runs the portable kernel)
+    # int8 x uint8 is xvi8ger4pp's own product; uint8 x int8 swaps its operands (B's signed
+    # bytes first: each accumulator comes out transposed, turned back before the store)
     **{dtype: KernelShape(
         mr=8, nr=16, lanes=4, a_width=4, outer_product=True, kr=4, own_packing=True,
         template="kernels/power10_mma_groups.c.j2",
@@ -490,6 +491,7 @@ _MMA_GROUPS = {
                  ger="__builtin_mma_xvi8ger4pp", load="vec_xl", store="vec_xst",
                  mul="vec_mul", splats="vec_splats", **signs),  # madd: the kernel's own (int)
     ) for dtype, signs in ((DType.I8I32, dict(b_flip="0x80808080")), (DType.S8U8I32, {}),
+                           (DType.U8S8I32, dict(swap="1")),
                            (DType.U8I32, dict(a_flip="0x80808080", b_colsums="1")))},
 }
 

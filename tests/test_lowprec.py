@@ -452,6 +452,8 @@ CROSS_LOWPREC = {
                           ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
     "power10-mma:s8u8": ("s8u8", {"mc": 16, "kc": 8, "nc": 48}, "power9",
                          ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
+    "power10-mma:u8s8": ("u8s8", {"mc": 16, "kc": 8, "nc": 48}, "power9",
+                         ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
     # uint8: udot (dotprod); ummla, usmmla and usmmla with its operands swapped (i8mm; Cortex-A76
     # has dotprod, not i8mm)
     "neon-dotprod:uint8": ("uint8", {"mc": 16, "kc": 8, "nc": 48}, "cortex-a53", None),
@@ -506,15 +508,16 @@ def test_arm_dot_k_loop(tmp_path, kind, name, insn, per_group) -> None:
 
 
 @pytest.mark.skipif(not OBJDUMP, reason="no llvm-objdump")
-def test_power10_int8_k_loop(tmp_path) -> None:
-    """The MMA int8 kernel's k loop: 8 xvi8ger4pp per group of four k (2 A registers x 4 B
-    vectors), 2 vsum4sbs (A's row sums), no accumulator moves (xxmtacc / xxmfacc), nothing on
-    the stack (r1)."""
-    body = k_loop(tmp_path, "int8", "power10-mma", "xvi8ger4pp",
+@pytest.mark.parametrize("kind, sums", [("int8", 2), ("u8s8", 0)])
+def test_power10_int8_k_loop(tmp_path, kind, sums) -> None:
+    """The MMA int8 kernels' k loops: 8 xvi8ger4pp per group of four k (2 A registers x 4 B
+    vectors), int8 x int8 with 2 vsum4sbs (A's row sums), uint8 x int8 (operands swapped) with
+    none; no accumulator moves (xxmtacc / xxmfacc), nothing on the stack (r1)."""
+    body = k_loop(tmp_path, kind, "power10-mma", "xvi8ger4pp",
                   r"b\w*\s+(?:\d+, )?(?:0x)?([0-9a-f]+)")
     gers = sum(1 for ln in body if ln.startswith("xvi8ger4pp"))
     assert gers and gers % 8 == 0, "\n".join(body)
-    assert sum(1 for ln in body if ln.startswith("vsum4sbs")) * 4 == gers, "\n".join(body)
+    assert sum(1 for ln in body if ln.startswith("vsum4sbs")) * 8 == gers * sums, "\n".join(body)
     assert not any(ln.startswith(("xxmtacc", "xxmfacc")) or "(1)" in ln for ln in body), \
         "\n".join(body)
 
