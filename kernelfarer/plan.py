@@ -116,9 +116,6 @@ class KernelPlan:
     # Threads of the packed path (OpenMP, when the file is compiled with it): 0, none (no OpenMP
     # code at all); THREADS_AUTO, as many as OpenMP offers (OMP_NUM_THREADS); n > 1, at most n.
     threads: int = 0
-    # A fused epilogue runs tile by tile from this k on (driver.c.j2), once over C at the end below
-    # it: with few products per tile a call per tile costs more than a pass over C.
-    epi_tile_min_k: int = 192
 
     @property
     def l1_way(self) -> int:

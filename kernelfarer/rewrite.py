@@ -182,9 +182,9 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
         insert_at = func_start if insert_at is None else min(insert_at, func_start)
         details = tuple({**dict(_details(spec, plan)), **dict(call.details)}.items())
         if spec.epilogue is not None:
-            details += (("epilogue", f"fused: {hook} runs on each register tile of C once it is "
-                                     f"final, while it is in cache ({_tile_rule(plan)}; else once "
-                                     "over C after the GEMM)") if hook in hooks else
+            details += (("epilogue", f"fused: {hook} runs on each panel of register tiles of C "
+                                     f"once it is final, while it is in cache ({_tile_rule(plan)}; "
+                                     "else once over C after the GEMM)") if hook in hooks else
                         ("epilogue", "a pass over C after the GEMM" + (
                             f" (not fused: {spec.fusion_refusal})" if spec.fusion_refusal else "")),)
         if cand.pragmas:
@@ -245,9 +245,9 @@ def _with_leading_pragmas(source: frontend.SourceText, first: int, span: fronten
 
 
 def _tile_rule(plan) -> str:
-    """When the driver of `plan` (a KernelPlan, or a DispatchPlan's first) fuses tile by tile."""
+    """When the driver of `plan` (a KernelPlan, or a DispatchPlan's first) fuses panel by panel."""
     first = getattr(plan, "plans", (plan,))[0]
-    return f"k >= {first.epi_tile_min_k} and rows of C not a multiple of {first.l1_way} bytes apart"
+    return f"rows of C not a multiple of {first.l1_way} bytes apart, packed path"
 
 
 def _details(spec: GemmSpec, plan: KernelPlan) -> tuple[tuple[str, object], ...]:

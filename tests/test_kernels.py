@@ -339,8 +339,8 @@ def variant_plan(target: str, dtype: DType, variant: str) -> KernelPlan:
     real = targets.TARGETS["x86-avx512" if target == EMULATED else target]
     plan = make_plan(real, dtype)
     if variant.startswith("tiny"):
-        # tiny blocks: the epilogue tile by tile whatever k (its calls across k blocks tested)
-        plan = replace(make_plan(real, dtype, overrides=tiny_blocks(plan)), epi_tile_min_k=0)
+        # tiny blocks: the epilogue panel by panel across many k and cache blocks
+        plan = make_plan(real, dtype, overrides=tiny_blocks(plan))
     if variant == "no-thin":
         plan = replace(plan, thin_name="")
     elif variant.endswith("packed"):
@@ -870,16 +870,16 @@ def test_driver_loops_from_the_schedule_cache_equal_a_fresh_build(tmp_path, monk
 @pytest.mark.parametrize("target", RUN_TARGETS)
 def test_epilogue_tile_by_tile_and_after(builds, target, dtype) -> None:
     """A fused epilogue visits each element of C once, after its last k block, whether the driver
-    applies it tile by tile (in the packed and direct paths, one tile behind) or in one pass at
-    the end (C's rows a multiple of an L1 way apart: 4 KiB).  Tiny blocks: several k blocks and
-    cache blocks per problem."""
+    applies it panel by panel (the packed path: each column of register tiles of an A block) or
+    in one pass at the end (the direct path; C's rows a multiple of an L1 way apart: 4 KiB).
+    Tiny blocks: several k blocks and cache blocks per problem."""
     skip_unless_runs(target)
     for variant in ("tiny-packed", "tiny-direct", "default"):
         lib = builds.library(target, dtype, variant)
         rng = np.random.default_rng(7)
         way_elems = 4096 // np.dtype(NUMPY_C[dtype]).itemsize
         for m, n, k in ((37, 45, 29), (lib.plan.mr * 2 + 1, lib.plan.nr + 3, 2), (5, 70, 33)):
-            for cpad in (1, way_elems - n):        # tile by tile; rows 4 KiB apart
+            for cpad in (1, way_elems - n):        # panel by panel; rows 4 KiB apart
                 lib.gemm(rng, m, n, k, cpad=cpad, alpha=2, beta=3, load_c=1, epilogue=True)
                 lib.gemm(rng, m, n, k, ta=True, cpad=cpad, load_c=0, epilogue=True)
 
