@@ -1,5 +1,5 @@
-"""A dense layer, Y = relu(X W + bias): the GEMM with its epilogue fused (applied to each register
-tile of Y as the driver finishes it), with the epilogue as a pass over Y after the GEMM, the plain
+"""A dense layer, Y = relu(X W + bias): the GEMM with its epilogue fused (applied to each panel of
+register tiles of Y as the driver finishes it), with the epilogue as a pass over Y after the GEMM, the plain
 GEMM without an epilogue, and OpenBLAS's sgemm followed by the same pass.
 
 Each variant is the same C loop nest (below) rewritten by kernelfarer (fused: the default;

@@ -12,8 +12,8 @@ the accumulator set to the kernel's result plus the seed:
 
 That equals the original up to the reassociation of the sum (the seed is added last), which is the
 floating-point policy of every rewrite.  Where it can (`fusion_form`), the same per-element code
-becomes a hook the driver calls on each register tile of C as soon as the tile is final, instead
-of a pass over C after the GEMM.  It is legal when the seed and the epilogue are pure, the
+becomes a hook the driver calls on each panel of register tiles of C as soon as it is final,
+instead of a pass over C after the GEMM.  It is legal when the seed and the epilogue are pure, the
 epilogue stores only this C element, never reads C's old value, and reads no memory the GEMM writes
 (arrays it reads are checked against C at run time).
 """
@@ -262,8 +262,8 @@ def _header(node: c_ast.For) -> str:
 @dataclass(frozen=True)
 class Fusion:
     """An epilogue as the body of a file-scope hook (emit.render_hook): the driver calls it on
-    every register tile of C right after the tile's last k block is stored, while the tile is
-    still in L1, instead of a pass over all of C afterwards.  The hook sees the user's variables
+    every panel of register tiles of C (a column of tiles of an A block) right after its last k
+    block is stored, while it is still in L1, instead of a pass over all of C afterwards.  The hook sees the user's variables
     through an array of their addresses, filled at the call site (`captures`: the declaration in
     the hook, reading slot `$ctx[q]`, and the address the call site stores in that slot)."""
 
@@ -277,7 +277,7 @@ def fusion_form(nest: LoopNest, epi: Epilogue, scope, facts, nest_ids: set[int],
                 rows: tuple[str, str], cols: tuple[str, str], var_types: dict[str, str]) -> Fusion:
     """The epilogue of `nest` as a hook, or NotGemm saying why it runs as a separate pass.
     `rows`/`cols`: the user's variables of C's rows and columns with the C text of their first
-    value.  The element order changes (tile by tile), which only matters for what an element's
+    value.  The element order changes (panel by panel), which only matters for what an element's
     epilogue leaves behind outside C: so what it sets must be dead after the nest (the hook has
     its own copy), and what it reads must not be set by the nest (the hook reads the values the
     variables have when the nest starts)."""

@@ -75,7 +75,7 @@ class GemmSpec:
     finals: tuple[str, ...] = ()    # C statements run after the fast path: loop variables and
                                     # bound temporaries get the values the original leaves
     epilogue: "Epilogue | None" = None  # element-wise code applied to the GEMM's result
-    fusion: "Fusion | None" = None  # ... as a hook the driver applies tile by tile
+    fusion: "Fusion | None" = None  # ... as a hook the driver applies panel by panel
     fusion_refusal: str = ""        # why the epilogue is not fused (runs as a separate pass)
     setup: tuple[str, ...] = ()     # C declarations the guards and the call need (row strides)
     around: "Around | None" = None  # independent code of the outer loop, run after the GEMM
