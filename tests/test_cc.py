@@ -683,6 +683,27 @@ def test_support_units_are_compiled_once_by_the_compiles_of_a_build(tmp_path, mo
     assert not [p for p in (tmp_path / "profile" / "objects").iterdir() if ".tmp" in p.name]
 
 
+def test_an_abandoned_support_build_leaves_nothing_half_made(tmp_path, monkeypatch):
+    """A compile that stops early (its own file failed, or it was interrupted) kills the unit
+    compiles it started: no temporary object stays, and the units' locks are free for the next
+    compile, which compiles them itself."""
+    from kernelfarer import split
+    monkeypatch.setenv("KERNELFARER_PROFILE_DIR", str(tmp_path / "profile"))
+    fake = tmp_path / "cc.py"
+    fake.write_text(FAKE_CC.replace("time.sleep(0.3)", "time.sleep(30)"))
+    compiler = [sys.executable, str(fake)]
+    _, units = split.resolve([(("kf_e_driver",), '__asm__("kf_e_driver_KERNELFARER_SPLIT_TAG")')],
+                             compiler, ["-O2"])
+    first = split.SupportBuild(units, compiler, ["-O2"], dict(os.environ))
+    assert first.running
+    first.abandon()
+    objects = tmp_path / "profile" / "objects"
+    assert not [p for p in objects.iterdir() if ".tmp" in p.name or p.suffix == ".o"]
+    second = split.SupportBuild(units, compiler, ["-O2"], dict(os.environ))
+    assert not second.others and second.running               # the lock was free
+    second.abandon()
+
+
 def test_files_with_gemms_of_a_type_in_common_share_its_support_units(mm, tmp_path):
     """A float GEMM in one file and a float and a double one in another: the second compile
     reuses the float kernel's unit the first one compiled."""
