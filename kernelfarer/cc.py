@@ -195,6 +195,10 @@ def _rewrite_one(path: str, cppflags: tuple[str, ...], target: str, quick: bool,
         text, macros = cpp.preprocess_with_macros(path, cppflags)
         if quick and not prefilter.may_hold_product_nest(text):
             return Outcome(path, notes=["no loop nest three deep with a product: not parsed"])
+        key = _outcome_key(path, text, macros, (cppflags, target, quick, split, threads))
+        cached = _cached_outcome(key)
+        if cached is not None:
+            return cached
         from kernelfarer.frontend import SourceText   # the parser and the rest: only now
         from kernelfarer.rewrite import RewriteOptions, rewrite_file
         result = rewrite_file(path, RewriteOptions(target=target, cppflags=cppflags, verify=False,
@@ -216,7 +220,109 @@ def _rewrite_one(path: str, cppflags: tuple[str, ...], target: str, quick: bool,
             return Outcome(path, error="the file changed while it was being rewritten")
         outcome.compile_text = compile_text(original, edits, path)
         outcome.support_units = result.support_units
+    _store_outcome(key, outcome)
     return outcome
+
+
+# -- the rewrite cache: a rebuild does not parse, match and render again ---------------------------
+
+def _outcome_key(path: str, text: str, macros: frozenset[str], options: tuple) -> str | None:
+    """What a rewrite's outcome depends on, hashed: the file's own bytes (the edits are offsets
+    into them) and its preprocessed text (every header and macro expansion), the options, the
+    KERNELFARER_ variables, the host planned for (a tuned profile included) and kernelfarer's
+    own code (the size and time of each of its files).  None: the file cannot be read."""
+    import hashlib
+    import json
+    from kernelfarer import hostinfo
+    try:
+        with open(path, "rb") as f:
+            source = f.read()
+    except OSError:
+        return None
+    host = hostinfo.current_host()
+    digest = hashlib.sha256()
+    for part in (repr((path, options, sorted(macros), _code_fingerprint(),
+                       json.dumps([host.to_json(), host.source], sort_keys=True),
+                       sorted((k, v) for k, v in os.environ.items()
+                              if k.startswith("KERNELFARER_")))).encode("utf-8", "replace"),
+                 source, text.encode("utf-8", "surrogateescape")):
+        digest.update(len(part).to_bytes(8, "little"))
+        digest.update(part)
+    return digest.hexdigest()[:32]
+
+
+def _code_fingerprint() -> list:
+    """The size and modification time of each file of kernelfarer's (modules, templates, headers)."""
+    import importlib.util
+    import kernelfarer
+    out = [kernelfarer.__version__]
+    tops = [os.path.dirname(kernelfarer.__file__)] + [
+        importlib.util.find_spec(f"kernelfarer.{sub}").submodule_search_locations[0]
+        for sub in ("transforms", "templates")]
+    for top in dict.fromkeys(tops):
+        for directory, _, files in sorted(os.walk(top)):
+            if "__pycache__" in directory or os.path.basename(directory).startswith("."):
+                continue
+            for name in sorted(files):
+                if name.endswith((".py", ".j2", ".h")):
+                    info = os.stat(os.path.join(directory, name))
+                    out.append((directory, name, info.st_size, info.st_mtime_ns))
+    return out
+
+
+def _cache_path(key: str) -> str:
+    from kernelfarer import split
+    return os.path.join(os.path.dirname(split.cache_dir()), "rewrites", key)
+
+
+def _cached_outcome(key: str | None) -> Outcome | None:
+    """The outcome a rewrite of the same input had, or None."""
+    import pickle
+    import zlib
+    if key is None or os.environ.get("KERNELFARER_REWRITE_CACHE", "1") == "0":
+        return None
+    try:
+        with open(_cache_path(key), "rb") as f:
+            outcome = pickle.loads(zlib.decompress(f.read()))
+    except (OSError, ValueError, EOFError, pickle.UnpicklingError, zlib.error, AttributeError,
+            TypeError):
+        return None
+    return outcome if isinstance(outcome, Outcome) else None
+
+
+def _store_outcome(key: str | None, outcome: Outcome) -> None:
+    """Keep `outcome` (compressed) for the next rewrite of the same input; never an error."""
+    import pickle
+    import zlib
+    if key is None or outcome.error is not None or \
+            os.environ.get("KERNELFARER_REWRITE_CACHE", "1") == "0":
+        return
+    path = _cache_path(key)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        temporary = f"{path}.{os.getpid()}.tmp"
+        with open(temporary, "wb") as f:
+            f.write(zlib.compress(pickle.dumps(outcome), 1))
+        os.replace(temporary, path)
+        _prune(os.path.dirname(path))
+    except OSError:
+        pass
+
+
+REWRITE_CACHE_ENTRIES = 1000     # the most recent rewrites kept (tens of KB each)
+
+
+def _prune(directory: str) -> None:
+    """Remove the oldest entries of the rewrite cache past REWRITE_CACHE_ENTRIES."""
+    entries = list(os.scandir(directory))
+    if len(entries) <= REWRITE_CACHE_ENTRIES:
+        return
+    entries.sort(key=lambda e: e.stat().st_mtime_ns)
+    for entry in entries[:len(entries) - REWRITE_CACHE_ENTRIES // 2]:
+        try:
+            os.remove(entry.path)
+        except OSError:
+            pass
 
 
 def rewrite_sources(paths: list[str], cppflags: tuple[str, ...], target: str,

@@ -704,6 +704,51 @@ def test_an_abandoned_support_build_leaves_nothing_half_made(tmp_path, monkeypat
     second.abandon()
 
 
+def test_a_rebuild_takes_the_rewrite_from_the_cache(tmp_path, monkeypatch):
+    """The outcome of a rewrite is kept under a hash of what it depends on: the same file,
+    headers, options and environment again give it without parsing; a change to the file, to a
+    header it includes, to a KERNELFARER_ variable or to the options rewrites it again, and
+    KERNELFARER_REWRITE_CACHE=0 turns the cache off."""
+    from kernelfarer import cc, rewrite
+    monkeypatch.setenv("KERNELFARER_PROFILE_DIR", str(tmp_path / "profile"))
+    monkeypatch.chdir(tmp_path)
+    Path("n.h").write_text("#define N 64\n")
+    Path("mm.c").write_text('#include "n.h"\n' + MM_C.split('#include "mm.h"')[1]
+                            .replace("header_name, ", "").replace("%s %s %d", "%s %d"))
+    calls = []
+    real = rewrite.rewrite_file
+
+    def counting(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(rewrite, "rewrite_file", counting)
+    first = cc._rewrite_one("mm.c", (), "x86-avx2", True, True)
+    assert first.compile_text and first.support_units and len(calls) == 1
+    again = cc._rewrite_one("mm.c", (), "x86-avx2", True, True)
+    assert len(calls) == 1                                          # from the cache
+    assert (again.compile_text, again.support_units, again.remarks) == \
+        (first.compile_text, first.support_units, first.remarks)
+    for change in ("header", "source", "env", "options", "off"):
+        if change == "header":
+            Path("n.h").write_text("#define N 65\n")
+        elif change == "source":
+            Path("mm.c").write_text(Path("mm.c").read_text() + "\n/* changed */\n")
+        elif change == "env":
+            monkeypatch.setenv("KERNELFARER_THREADS", "1")
+        elif change == "off":
+            monkeypatch.setenv("KERNELFARER_REWRITE_CACHE", "0")
+        before = len(calls)
+        cc._rewrite_one("mm.c", ("-DX=1",) if change == "options" else (), "x86-avx2", True,
+                        True)
+        assert len(calls) == before + 1, change                    # rewritten again
+    assert len(list((tmp_path / "profile" / "rewrites").iterdir())) == 5
+    monkeypatch.setattr(cc, "REWRITE_CACHE_ENTRIES", 4)          # the oldest ones go
+    monkeypatch.delenv("KERNELFARER_REWRITE_CACHE")
+    cc._rewrite_one("mm.c", ("-DX=2",), "x86-avx2", True, True)
+    assert len(list((tmp_path / "profile" / "rewrites").iterdir())) == 2
+
+
 def test_files_with_gemms_of_a_type_in_common_share_its_support_units(mm, tmp_path):
     """A float GEMM in one file and a float and a double one in another: the second compile
     reuses the float kernel's unit the first one compiled."""
