@@ -271,8 +271,8 @@ def _code_fingerprint() -> list:
 
 
 def _cache_path(key: str) -> str:
-    from kernelfarer import split
-    return os.path.join(os.path.dirname(split.cache_dir()), "rewrites", key)
+    from kernelfarer.hostinfo import cache_subdir
+    return str(cache_subdir("rewrites") / key)
 
 
 def _cached_outcome(key: str | None) -> Outcome | None:
@@ -426,9 +426,9 @@ def _compiler_family(compiler: str) -> str:
     the compiler's identity (path, size, mtime), so that a build asks each compiler once."""
     import subprocess
     from kernelfarer import split
+    from kernelfarer.hostinfo import cache_subdir
     identity = split.compiler_identity([compiler])
-    memo = os.path.join(os.path.dirname(split.cache_dir()), "compilers",
-                        split.digest("\0".join(identity)))
+    memo = str(cache_subdir("compilers") / split.digest("\0".join(identity)))
     try:
         with open(memo, encoding="utf-8") as f:
             known = f.read().strip()

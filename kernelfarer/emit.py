@@ -19,7 +19,7 @@ from kernelfarer.islc import AstPrinter
 from kernelfarer import templates
 from kernelfarer.plan import THREAD_MIN_WORK, DispatchPlan, KernelPlan
 from kernelfarer.spec import CInit, GemmSpec
-from kernelfarer.split import SPLIT_LINKAGE, SPLIT_TAG
+from kernelfarer.split import SPLIT_DECLARATION, SPLIT_LINKAGE, SPLIT_TAG
 from kernelfarer.transforms import blocking
 
 
@@ -56,13 +56,9 @@ def precompile_templates() -> int:
     return len(names)
 
 
-def _cache_directory(name: str):
-    from kernelfarer.hostinfo import PROFILE_DIR_ENV, profile_dir
-    return profile_dir(os.environ.get(PROFILE_DIR_ENV) or None) / name
-
-
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
-    directory = _cache_directory("templates")
+    from kernelfarer.hostinfo import cache_subdir
+    directory = cache_subdir("templates")
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError:
@@ -122,9 +118,10 @@ def schedule_loops(schedule: tuple, indent: str) -> str:
     import hashlib
     import islpy
     from kernelfarer import islc
+    from kernelfarer.hostinfo import cache_subdir
     sources = b"".join(open(m.__file__, "rb").read() for m in (blocking, islc))
     key = hashlib.sha256(repr((schedule, indent, islpy.__version__)).encode() + sources)
-    path = _cache_directory("schedules") / (key.hexdigest()[:32] + ".c")
+    path = cache_subdir("schedules") / (key.hexdigest()[:32] + ".c")
     try:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
@@ -305,7 +302,7 @@ def render_split_support(plans: list) -> list[tuple[tuple[str, ...], str]]:
     dispatchers = [p for p in plans if isinstance(p, DispatchPlan)]
     if dispatchers:
         parts = render_cpu_checks(list(seen.values()), conditions)
-        parts.insert(0, _prototypes(list(seen.values()), 'extern __attribute__((visibility("hidden")))')
+        parts.insert(0, _prototypes(list(seen.values()), SPLIT_DECLARATION)
                      + _prototypes(dispatchers, SPLIT_LINKAGE))
         parts += [render_dispatch(plan, SPLIT_LINKAGE) for plan in dispatchers]
         units.append((tuple(p.driver_name for p in dispatchers),
@@ -334,7 +331,7 @@ def render_entry_declarations(plans: list, uses: str) -> str:
     checks = render_cpu_checks([p for p in plans if not isinstance(p, DispatchPlan)
                                 and p.cpu_check_name not in at_sites], {})
     return "\n".join([render_prelude(plans, at_sites, kernels=False), *checks,
-                      _prototypes(plans, 'extern __attribute__((visibility("hidden")))')]) \
+                      _prototypes(plans, SPLIT_DECLARATION)]) \
         + SUPPORT_END
 
 

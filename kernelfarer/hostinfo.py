@@ -246,6 +246,12 @@ def profile_dir(directory: str | None = None) -> Path:
     return Path(cache) / "kernelfarer"
 
 
+def cache_subdir(name: str) -> Path:
+    """A directory of the profile (KERNELFARER_PROFILE_DIR, else the user's cache) that keeps
+    what a run may reuse: compiled templates, schedules, support objects, rewrites..."""
+    return profile_dir(os.environ.get(PROFILE_DIR_ENV) or None) / name
+
+
 def profile_path(host: Host, directory: str | None = None) -> Path:
     """Where `kernelfarer tune` stores the tuned profile of `host` (one file per machine)."""
     return profile_dir(directory or os.environ.get(PROFILE_DIR_ENV) or None) / \

@@ -210,8 +210,8 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
             # A unit is compiled on its own: of the user's macros only the command line's reach it
             # (and those are part of its hash), so its text is the same in every file.
             given = _command_line_macros(options.cppflags)
-            units = tuple((names, _shield_from_macros(code, given) if given else code)
-                          for names, code in emit.render_split_support(list(used.values())))
+            units = tuple((defines, _shield_from_macros(code, given) if given else code)
+                          for defines, code in emit.render_split_support(list(used.values())))
         else:
             support = backend.support(list(used.values()), uses=uses)
         clash = names.collisions(support)

@@ -32,6 +32,7 @@ from kernelfarer import ccargs
 # The support units' drivers: their linkage, and the word in their assembler names that the
 # compile replaces by the tag of the unit that defines them (templates/entry.c.j2).
 SPLIT_LINKAGE = '__attribute__((weak, visibility("hidden")))'
+SPLIT_DECLARATION = 'extern __attribute__((visibility("hidden")))'   # ... and how others see them
 SPLIT_TAG = "KERNELFARER_SPLIT_TAG"
 
 # Options the support unit's compile leaves out: its input, output and dependency file are its
@@ -116,11 +117,6 @@ def digest(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:20]
 
 
-def cache_dir() -> str:
-    from kernelfarer.hostinfo import PROFILE_DIR_ENV, profile_dir
-    return str(profile_dir(os.environ.get(PROFILE_DIR_ENV) or None) / "objects")
-
-
 def resolve(units, compiler: list[str], options: list[str]) -> tuple[dict[str, str], list]:
     """The tag of each driver of `units` ((names it defines, text) pairs, a unit referring only to
     drivers of the units before it), and the units as (tag, text) with every SPLIT_TAG replaced."""
@@ -145,18 +141,19 @@ def resolved(text: str, tags: dict[str, str]) -> str:
 class SupportBuild:
     """The objects of a compile's support units: those cached are taken as they are, the others
     compiled, in parallel, from the moment it is made, while the caller compiles the user's file;
-    wait() gives the objects.  A unit another compile is building (its lock is
-    taken) is waited for, after this compile's own units are done, and compiled here only if that
-    compile failed.  The source of each unit stays beside its object, and is compiled there under
-    its own name: the object (its debug information too) depends on nothing else, whichever
-    compile of the build got to it first."""
+    wait() gives the objects.  A unit another compile is building (its lock is taken) is waited
+    for, after this compile's own units are done, and compiled here only if that compile failed.
+    The source of each unit stays beside its object, and is compiled there under its own name:
+    the object (its debug information too) depends on nothing else, whichever compile of the
+    build got to it first."""
 
     def __init__(self, units: list[tuple[str, str]], compiler: list[str], options: list[str],
                  env: dict[str, str]) -> None:
+        from kernelfarer.hostinfo import cache_subdir
         self.command = [*compiler, *options]
         self.env = env
-        self.directory = cache_dir()
-        self.paths = [os.path.join(self.directory, name + ".o") for name, _ in units]
+        self.directory = str(cache_subdir("objects"))
+        self.paths = [self._file(name, ".o") for name, _ in units]
         self.problem: str | None = None
         self.queue: list[tuple[str, str, int | None]] = []    # (tag, text, lock) to compile here
         self.others: list[tuple[str, str]] = []                # being compiled by someone else
@@ -171,7 +168,7 @@ class SupportBuild:
             self.problem = f"cannot make {self.directory}: {exc.strerror}"
             return
         for name, text in sorted(missing, key=lambda unit: -len(unit[1])):   # longest first
-            lock = _try_lock(os.path.join(self.directory, name + ".lock"))
+            lock = _try_lock(self._file(name, ".lock"))
             if lock is False:
                 self.others.append((name, text))
             else:
@@ -186,9 +183,8 @@ class SupportBuild:
             self._finish(proc.returncode, err, name, lock)
             self._launch()
         for name, text in self.others:
-            lock = _try_lock(os.path.join(self.directory, name + ".lock"), wait=True)
-            path = os.path.join(self.directory, name + ".o")
-            if not os.path.exists(path) and self.problem is None:
+            lock = _try_lock(self._file(name, ".lock"), wait=True)
+            if not os.path.exists(self._file(name, ".o")) and self.problem is None:
                 proc = self._start(name, text)
                 _, err = proc.communicate()
                 self._finish(proc.returncode, err, name, lock)
@@ -201,17 +197,25 @@ class SupportBuild:
         for proc, name, lock in self.running:
             proc.kill()
             proc.wait()
-            _remove(os.path.join(self.directory, f"{name}.o.{os.getpid()}.tmp"))
+            _remove(self._file(name, self._partial))
             _unlock(lock)
         for _, _, lock in self.queue:
             _unlock(lock)
         self.running, self.queue, self.others = [], [], []
 
+    @property
+    def _partial(self) -> str:
+        """The suffix of an object this process is still writing."""
+        return f".o.{os.getpid()}.tmp"
+
+    def _file(self, name: str, suffix: str) -> str:
+        return os.path.join(self.directory, name + suffix)
+
     def _launch(self) -> None:
         """Start queued compiles while fewer than one per CPU run."""
         while self.queue and len(self.running) < _cpus() and self.problem is None:
             name, text, lock = self.queue.pop(0)
-            if os.path.exists(os.path.join(self.directory, name + ".o")):
+            if os.path.exists(self._file(name, ".o")):
                 _unlock(lock)           # done by another compile since we looked
                 continue
             self.running.append((self._start(name, text), name, lock))
@@ -221,17 +225,16 @@ class SupportBuild:
             self.queue.clear()
 
     def _start(self, name: str, text: str) -> subprocess.Popen:
-        source = f"{name}.c"
-        written = os.path.join(self.directory, f"{source}.{os.getpid()}.tmp")
+        written = self._file(name, f".c.{os.getpid()}.tmp")
         with open(written, "w", encoding="utf-8", errors="surrogateescape") as f:
             f.write(text)
-        os.replace(written, os.path.join(self.directory, source))
-        return subprocess.Popen([*self.command, "-c", "-x", "c", source, "-o",
-                                 f"{name}.o.{os.getpid()}.tmp"],
+        os.replace(written, self._file(name, ".c"))
+        return subprocess.Popen([*self.command, "-c", "-x", "c", name + ".c", "-o",
+                                 name + self._partial],
                                 stderr=subprocess.PIPE, env=self.env, cwd=self.directory)
 
     def _finish(self, returncode: int, err: bytes, name: str, lock: int | None) -> None:
-        temporary = os.path.join(self.directory, f"{name}.o.{os.getpid()}.tmp")
+        temporary = self._file(name, self._partial)
         try:
             if returncode != 0:
                 _remove(temporary)
@@ -239,7 +242,7 @@ class SupportBuild:
                 self.problem = self.problem or next((ln for ln in errors if "error" in ln),
                                                     "the support code did not compile")
             else:       # atomic: concurrent builds may race to the same name
-                os.replace(temporary, os.path.join(self.directory, name + ".o"))
+                os.replace(temporary, self._file(name, ".o"))
         finally:
             _unlock(lock)
 

@@ -406,9 +406,9 @@ _NEON_DOTPROD = {
 # uint8 x uint8, usmmla (unsigned by signed) for uint8 x int8, and for int8 x uint8 with its
 # operands swapped (each 2x2 block then comes out transposed: isa.swap).  Twice the multiply-adds
 # per instruction of the dot products by lane (sdot, udot, usdot, sudot).
-_I8MM_STORE = dict(raw="unsigned char", unit_bits="64", vec="int32x4_t", load="vld1q_s32",
-                   store="vst1q_s32", mul_n="vmulq_n_s32", mla_n="vmlaq_n_s32",
-                   acc_dup="vdupq_n_s32")
+# (to64 / from64: a row of the C tile viewed as two 64-bit halves, for the gather of its blocks)
+_I8MM_STORE = dict(_NEON_INT8, unit_bits="64", acc_dup="vdupq_n_s32",
+                   to64="vreinterpretq_s64_s32", from64="vreinterpretq_s32_s64")
 
 
 def _i8mm(name: str, intrinsic: str, a: Mapping[str, str], b: Mapping[str, str],

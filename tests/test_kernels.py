@@ -868,7 +868,7 @@ def test_driver_loops_from_the_schedule_cache_equal_a_fresh_build(tmp_path, monk
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
 @pytest.mark.parametrize("target", RUN_TARGETS)
-def test_epilogue_tile_by_tile_and_after(builds, target, dtype) -> None:
+def test_epilogue_panel_by_panel_and_after(builds, target, dtype) -> None:
     """A fused epilogue visits each element of C once, after its last k block, whether the driver
     applies it panel by panel (the packed path: each column of register tiles of an A block) or
     in one pass at the end (the direct path; C's rows a multiple of an L1 way apart: 4 KiB).

@@ -248,7 +248,6 @@ def test_plain_char_operands_follow_the_compile(tmp_path, kind) -> None:
         out = build_and_run(tmp_path, kind, "generic", TINY, fast=fast, cppflags=rewrite,
                             cflags=build)
         assert out.startswith("fast=0 of" if not fast else "fast="), (rewrite, build, out)
-        assert fast or "fast=0 of" in out
     text = (tmp_path / "rewritten.c").read_text()
     assert "(char)-1 > 0" in text and "plain char is unsigned here" in text
     target = targets.TARGETS["neon-dotprod"]
