@@ -256,11 +256,17 @@ def render_call(spec: GemmSpec, plan: KernelPlan, original: str, indent: str,
     return text.rstrip("\n")
 
 
+# Rows of C longer than this (the whole of C, the direct path's row panels) run the fused epilogue
+# in the loop the compiler vectorizes as it likes; shorter ones (a panel of register tiles is nr
+# wide) in whole vectors, without interleaving.
+HOOK_LONG_ROW = 64
+
+
 def render_hook(spec: GemmSpec, name: str) -> str:
     """The fused epilogue of a nest (spec.fusion) as a file-scope function `name`, placed before
     the function that holds the nest."""
     return environment().get_template("hook.c.j2").render(spec=spec, fusion=spec.fusion,
-                                                          name=name)
+                                                          name=name, long_row=HOOK_LONG_ROW)
 
 
 def render_dispatch(plan: DispatchPlan, linkage: str = "static") -> str:

@@ -55,6 +55,7 @@ class DirectPolicy:
     l1_line: int        # 2^t the largest power of two dividing B's row stride in bytes (capped at
     l1_way: int         # one way, l1_way bytes)
     rows_outer_k: int   # k blocks up to this long walk C by row panels (B read in place)
+    c_elems: int = 0    # the fused epilogue pays where C has more elements (L2; driver.c.j2)
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,13 @@ class KernelPlan:
         """Bytes of one L1 way (rows of C that far apart share L1 sets: driver.c.j2's epilogue
         rule)."""
         return self.direct_policy.l1_way if self.direct_policy else 4096
+
+    @property
+    def epi_cols(self) -> int:
+        """Columns of C per call of the fused epilogue on the direct path's row walk: a multiple
+        of nr whose direct_mr rows take half of L1."""
+        half_l1 = self.direct_policy.l1_bytes // 2
+        return max(self.nr, half_l1 // (self.direct_mr * self.dtype.size) // self.nr * self.nr)
 
     @property
     def thin(self):
@@ -296,6 +304,7 @@ def direct_policy(dtype: DType, caches: Caches, *, nr: int, direct_mr: int) -> D
         l1_line=l1.line,
         l1_way=l1.sets * l1.line,
         rows_outer_k=ROWS_OUTER_K,
+        c_elems=l2.size // dtype.size,
     )
 
 

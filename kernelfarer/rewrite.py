@@ -247,7 +247,11 @@ def _with_leading_pragmas(source: frontend.SourceText, first: int, span: fronten
 def _tile_rule(plan) -> str:
     """When the driver of `plan` (a KernelPlan, or a DispatchPlan's first) fuses panel by panel."""
     first = getattr(plan, "plans", (plan,))[0]
-    return f"rows of C not a multiple of {first.l1_way} bytes apart, packed path"
+    rule = f"rows of C not a multiple of {first.l1_way} bytes apart, packed path"
+    if first.direct_policy:
+        rule += (f" or direct path with k <= {first.direct_policy.rows_outer_k} and C larger than "
+                 f"{first.direct_policy.c_elems * first.dtype.size // 1024} KiB")
+    return rule
 
 
 def _details(spec: GemmSpec, plan: KernelPlan) -> tuple[tuple[str, object], ...]:

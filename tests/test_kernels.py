@@ -346,8 +346,13 @@ def variant_plan(target: str, dtype: DType, variant: str) -> KernelPlan:
     elif variant.endswith("packed"):
         plan = replace(plan, direct=False, thin_name="")
     elif variant.endswith("direct"):
-        plan = replace(plan, direct_policy=replace(plan.direct_policy, elems=1 << 60),
-                       thin_name="")
+        # every problem direct, the fused epilogue on its row walk whatever C's size; tiny: on
+        # chunks of two register tiles' columns (an L1 of four tiles)
+        policy = replace(plan.direct_policy, elems=1 << 60, c_elems=0)
+        if variant == "tiny-direct":
+            policy = replace(policy, l1_bytes=4 * plan.direct_mr * plan.nr * dtype.size)
+        plan = replace(plan, direct_policy=policy, thin_name="")
+        assert variant != "tiny-direct" or plan.epi_cols == 2 * plan.nr
     return emulated(plan) if target == EMULATED else plan
 
 
@@ -870,15 +875,17 @@ def test_driver_loops_from_the_schedule_cache_equal_a_fresh_build(tmp_path, monk
 @pytest.mark.parametrize("target", RUN_TARGETS)
 def test_epilogue_panel_by_panel_and_after(builds, target, dtype) -> None:
     """A fused epilogue visits each element of C once, after its last k block, whether the driver
-    applies it panel by panel (the packed path: each column of register tiles of an A block) or
-    in one pass at the end (the direct path; C's rows a multiple of an L1 way apart: 4 KiB).
-    Tiny blocks: several k blocks and cache blocks per problem."""
+    applies it panel by panel (the packed path: each column of register tiles of an A block; the
+    direct path's walk by rows, k <= 16: chunks of a row of tiles) or in one pass at the end (the
+    direct path's walk by columns; C's rows a multiple of an L1 way apart: 4 KiB).  Tiny blocks:
+    several k blocks and cache blocks per problem, chunks of two tiles."""
     skip_unless_runs(target)
     for variant in ("tiny-packed", "tiny-direct", "default"):
         lib = builds.library(target, dtype, variant)
         rng = np.random.default_rng(7)
         way_elems = 4096 // np.dtype(NUMPY_C[dtype]).itemsize
-        for m, n, k in ((37, 45, 29), (lib.plan.mr * 2 + 1, lib.plan.nr + 3, 2), (5, 70, 33)):
+        for m, n, k in ((37, 45, 29), (lib.plan.mr * 2 + 1, lib.plan.nr + 3, 2), (5, 70, 33),
+                        (lib.plan.mr + 2, lib.plan.nr * 5 + 3, 9)):
             for cpad in (1, way_elems - n):        # panel by panel; rows 4 KiB apart
                 lib.gemm(rng, m, n, k, cpad=cpad, alpha=2, beta=3, load_c=1, epilogue=True)
                 lib.gemm(rng, m, n, k, ta=True, cpad=cpad, load_c=0, epilogue=True)
