@@ -278,6 +278,13 @@ def symbol_text(node: c_ast.Node) -> str:
     raise NotAffine(f"{_describe(node)} in an index")
 
 
+def symbol_root(node: c_ast.Node) -> str:
+    """The variable a symbol (symbol_text) is read from: `s` of `s->a.b`, `p` of `*p`."""
+    while isinstance(node, c_ast.StructRef):
+        node = node.name
+    return node.expr.name if is_deref(node) else node.name
+
+
 def is_deref(node: c_ast.Node) -> bool:
     """`*p` for a named pointer (f2c passes every scalar by address)."""
     return isinstance(node, c_ast.UnaryOp) and node.op == "*" and isinstance(node.expr, c_ast.ID)

@@ -46,6 +46,7 @@ class Record:
     name: str
     fields: tuple[tuple[str, c_ast.Node], ...]
     volatile: bool = False
+    bitfields: frozenset[str] = frozenset()     # the fields declared with a width (no address)
 
     def field(self, name: str) -> c_ast.Node | None:
         return next((node for fname, node in self.fields if fname == name), None)
@@ -136,7 +137,8 @@ def record(node: c_ast.Struct | c_ast.Union, typedefs: dict[str, c_ast.Node]) ->
         decls = getattr(definition, "decls", None)
     if decls is None:
         return Other(f"struct {node.name}")
-    return Record(node.name or "", tuple((d.name, d.type) for d in decls if d.name))
+    return Record(node.name or "", tuple((d.name, d.type) for d in decls if d.name),
+                  bitfields=frozenset(d.name for d in decls if d.name and d.bitsize is not None))
 
 
 def member_type(t: CType, field: str, arrow: bool, typedefs: dict[str, c_ast.Node]) -> CType | None:
@@ -153,7 +155,7 @@ def _with_volatile(t: CType, volatile: bool) -> CType:
     if not volatile:
         return t
     if isinstance(t, Record):
-        return Record(t.name, t.fields, True)
+        return Record(t.name, t.fields, True, t.bitfields)
     if isinstance(t, Scalar):
         return Scalar(t.kind, t.bits, t.signed, t.spelling, True)
     if isinstance(t, Other):
@@ -252,6 +254,15 @@ class Scope:
     def type_of(self, name: str) -> CType | None:
         decl = self.lookup(name)
         return None if decl is None else resolve(decl.type, self.typedefs)
+
+    def is_bitfield(self, node: c_ast.Node) -> bool:
+        """Is `node` a member access (s.f, p->f) to a bit-field (whose address cannot be taken)?"""
+        if not (isinstance(node, c_ast.StructRef) and isinstance(node.field, c_ast.ID)):
+            return False
+        base = self.type_of_expr(node.name)
+        if node.type == "->" and isinstance(base, (Pointer, Array)):
+            base = element(base)
+        return isinstance(base, Record) and node.field.name in base.bitfields
 
     def type_of_expr(self, node: c_ast.Node) -> CType | None:
         """Type of a name or a member access chain (s.n, p->m.rows); None for anything else."""

@@ -13,7 +13,7 @@ from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
 from kernelfarer.access import Access, flatten_access
-from kernelfarer.affine import IndexConverter, NotAffine, Poly, is_deref, symbol_text
+from kernelfarer.affine import IndexConverter, NotAffine, Poly, is_deref, symbol_root, symbol_text
 from kernelfarer.ctype import Scalar, Scope
 from kernelfarer.nest import NotGemm
 from kernelfarer.targets import DType
@@ -65,6 +65,7 @@ class Evaluator:
     locals_: set[str] = field(default_factory=set)          # scalars declared inside the nest
     scalars_written: set[str] = field(default_factory=set)
     scalar_params: set[str] = field(default_factory=set)
+    param_roots: set[str] = field(default_factory=set)       # ... the variables they are read from
     aliases: dict = field(default_factory=dict)              # row pointers: name -> address
     narrow: set = field(default_factory=set)                 # int8 operands of an int32 GEMM,
                                                              # bf16 ones of a float GEMM
@@ -183,6 +184,7 @@ class Evaluator:
                 t.bits > self.dtype.size * 8:     # narrower or as wide, signed or not: modulo 2^w
             raise NotGemm(f"'{name}' is {t.spelling} in a {self.dtype.ctype} computation")
         self.scalar_params.add(name)
+        self.param_roots.add(symbol_root(node))
         return {"one": Poly.symbol(name)}
 
     def _multiply(self, a: Lin, b: Lin) -> Lin:

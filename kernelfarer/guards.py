@@ -4,12 +4,12 @@ one fails at run time, the original nest runs."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from kernelfarer.access import Access
 from kernelfarer.affine import IndexConverter, Poly
 from kernelfarer.ctype import Scalar, Scope
-from kernelfarer.evaluate import Evaluator
 from kernelfarer.nest import LoopNest, NotGemm
 from kernelfarer.spec import SIZE_NAMES, Guard
 from kernelfarer.targets import DType
@@ -122,31 +122,39 @@ def wrap_guards(conv: IndexConverter, loops: dict, scope: Scope) -> list[Guard]:
     return guards
 
 
-def scalar_alias_guards(ev: Evaluator, facts: FunctionFacts, scope: Scope, c: Access,
-                         ranges: dict, dtype: DType) -> list[Guard]:
-    """alpha and beta are read once by the rewrite but at every step by the original: a store to C
-    must not be able to change them.  Only globals, statics and address-taken variables of C's
-    element type can be aliased."""
+def scalar_alias_guards(names: set[str], bitfields: set[str], facts: FunctionFacts,
+                        scope: Scope, c: Access, ranges: dict, dtype: DType) -> list[Guard]:
+    """alpha, beta, the loop bounds and the strides (`names`: their symbols, affine.symbol_text;
+    `bitfields`: the bit-field members among the nest's symbols) are read once by the rewrite but
+    at every step by the original: a store to C must not be able to change them.  Values behind a
+    pointer always can; of variables (and their members), globals, statics and address-taken
+    ones, and of whole variables only those of C's element type."""
     guards = []
     c_op, ldc, _, m, n = ranges["C"]
-    for name in sorted(ev.scalar_params):
-        member = "." in name or "->" in name or name.startswith("(*")
-        decl = scope.lookup(name) if not member else None
-        if not member:
+    for name in sorted(names):
+        root = _ROOT.match(name)[1]
+        decl = scope.lookup(root)
+        if "->" not in name and not name.startswith("(*"):
+            storage = (decl.storage or []) if decl is not None else []
+            if decl is None or not (scope.is_global(decl) or "static" in storage
+                                    or "extern" in storage or root in facts.address_taken):
+                continue            # a local variable: no store through a pointer reaches it
             t = scope.type_of(name)
             # Only a scalar of C's own element type can be changed by a store to C.
-            if decl is None or not isinstance(t, Scalar) or not dtype.is_result(t.kind, t.bits):
+            if name == root and (not isinstance(t, Scalar) or not dtype.is_result(t.kind, t.bits)):
                 continue
-            storage = decl.storage or []
-            if not (scope.is_global(decl) or "static" in storage or "extern" in storage
-                    or name in facts.address_taken):
-                continue
+        if name in bitfields:
+            raise NotGemm(f"bit-field '{name}' is read once by the rewrite, and a store to "
+                          f"'{c.array}' could change it (a bit-field's address cannot be checked)")
         size = f"(kf_index)sizeof({dtype.ctype})"
         guards.append(Guard(
             f"kf_disjoint({c_op.base}, {size} * ({extent(ldc, Poly.const(1), m, n)}), "
             f"&({name}), (kf_index)sizeof({name}))",
             f"{c.array} does not overlap '{name}'"))
     return guards
+
+
+_ROOT = re.compile(r"\(?\*?(\w+)")      # the variable of a symbol: s of s->a.b, p of (*p)
 
 
 def extent(rs: Poly, cs: Poly, rows: str, cols: str) -> str:

@@ -16,7 +16,7 @@ from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
 from kernelfarer.access import Access, flatten_access, row_stride_symbol
-from kernelfarer.affine import IndexConverter, NotAffine, Poly
+from kernelfarer.affine import IndexConverter, NotAffine, Poly, symbol_text
 from kernelfarer.canonical import Canonical
 from kernelfarer.ctype import Scalar, Scope
 from kernelfarer.diagnostics import SourceLocation
@@ -85,6 +85,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         ev, alpha, epi, init = _epilogue_attempt(nest, scope, conv, dtype, c_access, functions,
                                                  linear_failure)
         beta = Poly.const(1)
+    _check_factors(nest, ev, iterators)
     if len(ev.products) != 1:
         raise NotGemm("the loop body sums different products")
     (ra, rb), = ev.products
@@ -169,7 +170,11 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         guards.append(Guard(f"({sizes[m_var]} <= 1 || {ldc.to_c()} >= {sizes[n_var]})",
                             f"rows of {c_access.array} do not overlap"))
     guards += alias_guards(c_access, [a_acc, b_acc], ranges, dtype)
-    guards += scalar_alias_guards(ev, facts, scope, c_access, ranges, dtype)
+    hoisted = ev.scalar_params | ev.conv.params
+    for lp in nest.loops:
+        hoisted |= (lp.lower.symbols() | lp.upper.symbols()) - set(iterators)
+    bitfields = {symbol_text(node) for node in _member_accesses(outer) if scope.is_bitfield(node)}
+    guards += scalar_alias_guards(hoisted, bitfields, facts, scope, c_access, ranges, dtype)
     guards += wrap_guards(conv, loops, scope)
     setup = []
     for acc, (rows_var, size) in row_tables([a_acc, b_acc, c_access], iterators, sizes):
@@ -416,6 +421,29 @@ def _check_invariants(nest: LoopNest, ev: Evaluator, facts: FunctionFacts, scope
         t = scope.type_of(name)
         if t is not None and ctype.is_volatile(t):
             raise NotGemm(f"'{name}' is volatile")
+
+
+def _check_factors(nest: LoopNest, ev: Evaluator, iterators: list[str]) -> None:
+    """alpha and beta are read once, before the nest: no factor may be read from a variable the
+    nest changes (a loop variable, or a scalar it sets after the factor is read)."""
+    changing = set(iterators) | ev.scalars_written | {a.lvalue.name for a in nest.side}
+    changed = sorted(ev.param_roots & changing)
+    if changed:
+        what = "a loop variable" if changed[0] in iterators else "set in the nest"
+        raise NotGemm(f"'{changed[0]}' ({what}) is read as a factor of the product or of C: "
+                      "its value changes from one element to the next")
+
+
+def _member_accesses(node: c_ast.Node):
+    """The member accesses (s.f, p->f) under `node` whose base is a name or member chain."""
+    if isinstance(node, c_ast.StructRef):
+        try:
+            symbol_text(node)
+            yield node
+        except NotAffine:
+            pass
+    for _, child in node.children():
+        yield from _member_accesses(child)
 
 
 def _names_in(node: c_ast.Node) -> set[str]:
