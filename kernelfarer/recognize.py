@@ -234,6 +234,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     if canon.load_c_when is not None and init is not CInit.SCALE:
         raise NotGemm(f"the choice on {canon.load_c_when} does not decide how C is updated")
     guards = simplify_guards(guards, size_exprs, (m_var, n_var, k_var))
+    _check_skipped_loops(nest, canon, facts, nest_ids)
     finals = dict(_final_values(nest))
     finals.update(canon.finals)
     return GemmSpec(
@@ -465,6 +466,21 @@ def _final_values(nest: LoopNest) -> list[tuple[str, str]]:
         inclusive = lp.node.cond.op in ("<=", ">=")
         out.append((lp.var, f"{lp.var} = ({text}){' + 1' if inclusive else ''};"))
     return out
+
+
+def _check_skipped_loops(nest: LoopNest, canon: Canonical, facts: FunctionFacts,
+                         nest_ids: set[int]) -> None:
+    """A loop under a dropped zero test (`if (b[l][j] != 0) for (i ...)`) runs only when the test
+    passes: its variable's final value depends on the data, so it must be dead after the nest."""
+    tested = set().union(*(_names_in(node) for node in canon.zero_skip)) if canon.zero_skip \
+        else set()
+    for lp in nest.loops:
+        if not canon.zero_skip or lp.declared_in_for or lp.var in tested:
+            continue
+        if any(node_id not in nest_ids and not harmless
+               for node_id, harmless in facts.references.get(lp.var, [])):
+            raise NotGemm(f"'{lp.var}' is used after the nest, and its loop runs only when the "
+                          "zero test passes (its final value depends on the data)")
 
 
 def _zero_skip_guards(canon: Canonical, scope: Scope, conv: IndexConverter, ev: Evaluator,
