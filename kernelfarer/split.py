@@ -86,7 +86,20 @@ def refusal(cmd: ccargs.Command, chain: list[str]) -> str | None:
     for word in cmd.args:
         if word.startswith(NO_SPLIT):
             return f"option {word}"
+    if not optimizing(cmd.args):
+        return "not optimizing (the kernels are left out: the call sites run their loops)"
     return None
+
+
+def optimizing(args: list[str]) -> bool:
+    """Does the compile define __OPTIMIZE__?  The last -O option decides; none means -O0.  (The
+    support code of a compile that does not is a set of drivers that decline, compiled with the
+    call sites: templates/unoptimized.c.j2.)"""
+    level = "0"
+    for word in args:
+        if word.startswith("-O"):
+            level = word[2:]
+    return level != "0"
 
 
 def object_path(cmd: ccargs.Command) -> str:

@@ -830,6 +830,22 @@ def test_some_compiles_do_not_split(mm, tmp_path, option):
         assert " t kf_sgemm" in symbols and " W kf_" not in symbols
 
 
+@pytest.mark.parametrize("cc", COMPILERS)
+@pytest.mark.parametrize("flags", [[], ["-O0"], ["-g", "-O0"], ["-O2", "-O0"], ["-Og"]],
+                         ids=lambda f: " ".join(f) or "no -O")
+def test_unoptimized_objects_link(mm, tmp_path, cc, flags):
+    """A compile without optimization (no -O, or a last -O0) leaves the kernels out: its call
+    sites call drivers that decline, compiled with them (no split), and the object links alone."""
+    environ = env(KERNELFARER_PROFILE_DIR=str(tmp_path / "profile"))
+    done = kfcc(compiler(cc), *flags, "-c", "src/mm.c", "-o", "mm.o", cwd=mm, environ=environ)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert (tmp_path / "profile" / "objects").exists() == (flags == ["-Og"])
+    assert run([compiler(cc), "mm.o", "-o", "fast"], mm).returncode == 0
+    assert run([compiler(cc), *flags, "src/mm.c", "-o", "plain"], mm).returncode == 0
+    assert run([mm / "fast"], mm, quiet_stdout=False).stdout == \
+        run([mm / "plain"], mm, quiet_stdout=False).stdout
+
+
 def test_a_split_that_cannot_store_its_support_falls_back(mm, tmp_path):
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("")
