@@ -24,6 +24,7 @@ class FunctionFacts:
     address_taken: frozenset[str]        # identifiers whose address is taken (&x)
     references: dict                     # identifier -> list of (ID node id, harmless?)
     local_types: bool = False            # the body defines a type (typedef, struct, union, enum)
+    returns_twice: str = ""              # a function it calls returns twice (setjmp): its name
 
 
 

@@ -45,6 +45,9 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     the compile (its preprocessor defines __CHAR_UNSIGNED__); a call site that takes plain char
     operands for int8 or uint8 checks it at compile time, and runs the loop where it is wrong."""
     canon = canon or Canonical(node=outer)
+    if facts.returns_twice:
+        raise NotGemm(f"the function calls '{facts.returns_twice}', which returns twice: which "
+                      "of its locals a longjmp leaves changed depends on how it is compiled")
     scope = scope.snapshot()
     nest = parse_nest(outer, scope)
     iterators = [lp.var for lp in nest.loops]

@@ -289,12 +289,15 @@ def _command_line_macros(cppflags: tuple[str, ...]) -> frozenset[str]:
 def _shield_from_macros(code: str, macros: frozenset[str]) -> str:
     """The support code is inserted after the user's own #defines: an identifier of ours that the
     user defined as a macro (say `#define n 1024`) is saved, undefined and restored around it.
-    Reserved names (leading underscore) belong to the implementation and are left alone."""
+    Reserved names (leading underscore) belong to the implementation and are left alone.  The
+    #ifdef around each #undef counts as a use of the macro for -Wunused-macros (which would
+    otherwise report a macro undefined before the user's code uses it)."""
     ours = {name for name in identifiers(code) if not name.startswith("_")}
     clash = sorted(ours & macros)
     if not clash:
         return code
-    before = "".join(f'#pragma push_macro("{name}")\n#undef {name}\n' for name in clash)
+    before = "".join(f'#pragma push_macro("{name}")\n#ifdef {name}\n#undef {name}\n#endif\n'
+                     for name in clash)
     after = "".join(f'#pragma pop_macro("{name}")\n' for name in clash)
     return before + code + after
 

@@ -82,9 +82,18 @@ def _function_facts(func: c_ast.FuncDef) -> FunctionFacts:
     local_types = any(isinstance(n, c_ast.Typedef) or (isinstance(n, (c_ast.Struct, c_ast.Union,
                       c_ast.Enum)) and (n.decls if not isinstance(n, c_ast.Enum) else n.values))
                       for n in _walk(func.body))
+    twice = sorted(n.name.name for n in _walk(func.body) if isinstance(n, c_ast.FuncCall)
+                   and isinstance(n.name, c_ast.ID) and n.name.name in RETURNS_TWICE)
     return FunctionFacts(name=func.decl.name, assigned=frozenset(assigned),
                          address_taken=frozenset(address_taken), references=refs,
-                         local_types=local_types)
+                         local_types=local_types, returns_twice=twice[0] if twice else "")
+
+
+# Functions that return twice: after a longjmp, locals the function changed since the setjmp are
+# what the registers hold (C leaves non-volatile ones indeterminate), and a rewrite of the
+# function changes which those are (gcc's -Wclobbered says so too).
+RETURNS_TWICE = frozenset({"setjmp", "_setjmp", "__setjmp", "sigsetjmp", "__sigsetjmp",
+                           "savectx", "vfork", "getcontext", "__builtin_setjmp"})
 
 
 def _holds_pragma(node: c_ast.Node) -> bool:

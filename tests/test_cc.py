@@ -830,6 +830,35 @@ def test_some_compiles_do_not_split(mm, tmp_path, option):
         assert " t kf_sgemm" in symbols and " W kf_" not in symbols
 
 
+MACRO_FACTORS = """\
+#define alpha 0.5f
+#define beta 2.0f
+
+float scaled(int n, float *c, const float *a, const float *b);
+float scaled(int n, float *c, const float *a, const float *b)
+{
+    int i, j, k;
+    for (i = 0; i < n; i++)
+        for (j = 0; j < n; j++)
+            for (k = 0; k < n; k++)
+                c[i * n + j] += alpha * a[i * n + k] * b[k * n + j];
+    return c[0] * beta;
+}
+"""
+
+
+@pytest.mark.parametrize("cc", COMPILERS)
+def test_macros_named_like_the_support_codes_identifiers_stay_used(tmp_path, cc):
+    """`alpha` and `beta` are macros of the file, used only after the point where the support code
+    goes: saved and undefined around it, they still count as used (-Wunused-macros -Werror)."""
+    (tmp_path / "macros.c").write_text(MACRO_FACTORS)
+    environ = env(KERNELFARER_PROFILE_DIR=str(tmp_path / "profile"))
+    done = kfcc(compiler(cc), "-O2", "-Wunused-macros", "-Werror", "-c", "macros.c", cwd=tmp_path,
+                environ=environ)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert " kf_" in _symbols(tmp_path / "macros.o")        # rewritten, not fallen back
+
+
 @pytest.mark.parametrize("cc", COMPILERS)
 @pytest.mark.parametrize("flags", [[], ["-O0"], ["-g", "-O0"], ["-O2", "-O0"], ["-Og"]],
                          ids=lambda f: " ".join(f) or "no -O")
