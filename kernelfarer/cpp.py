@@ -17,7 +17,17 @@ from kernelfarer.toolchain import clang_path
 _EXTENSION_DEFINES = (
     "-D__attribute__(x)=",
     "-D__extension__=",
-    "-D__builtin_offsetof=offsetof",   # pycparser knows offsetof (clang's <stddef.h> spells it so)
+    # offsetof (clang's <stddef.h> spells it __builtin_offsetof), __builtin_types_compatible_p,
+    # __builtin_choose_expr take types or commas inside braces: values the analysis never knows
+    "-D__builtin_offsetof(...)=__kf_opaque_value()",
+    "-D__builtin_types_compatible_p(...)=__kf_opaque_value()",
+    "-D__builtin_choose_expr(...)=__kf_opaque_value()",
+    "-D__real__=*(__kf_auto*)&",      # a part of a complex number: an opaque lvalue
+    "-D__imag__=*(__kf_auto*)&",
+    "-D__alignof__=sizeof",           # type or expression, as sizeof takes them (never evaluated)
+    "-D__alignof=sizeof",
+    "-D_Alignof=sizeof",
+    "-D_BitInt(x)=__kf_auto",         # an integer of another width: opaque
     "-D__auto_type=__kf_auto",        # an opaque type (kf_parse_stubs.h): never taken for a number
     "-Dtypeof(x)=__kf_auto",          # types the parser cannot work out: opaque too
     "-D__typeof(x)=__kf_auto",

@@ -12,7 +12,10 @@ is never taken for pure arithmetic), a label whose address is taken counts as a 
   declaration's assembler name is dropped;
 - computed goto: `&&label` becomes `__kf_label_address(label)`, `goto *p;` becomes
   `__kf_computed_goto(p);`;
-- GNU case ranges `case a ... b:` become `case a:` (a switch is never rewritten).
+- GNU case ranges `case a ... b:` become `case a:` (a switch is never rewritten), range
+  designators `[a ... b] = x` become `[a] = x`;
+- C23 attributes `[[...]]` are dropped; `x ?: y` becomes `x ? 0 : y` (a conditional expression
+  is never part of a rewritten nest).
 
 `parse` parses that text; when a function still does not parse, its body is emptied (its
 declaration stays for the rest of the file) and the parse is tried again, so every other nest of
@@ -50,6 +53,7 @@ def for_parser(text: str) -> str:
     out: list[str] = []
     pos = 0
     closers = _control_closers(tokens)
+    goto_ends: set[int] = set()         # the ';' of computed gotos: `)` goes before them
     i = 0
     while i < len(tokens):
         tok = tokens[i]
@@ -80,11 +84,23 @@ def for_parser(text: str) -> str:
             end = next((k for k in range(i + 2, len(tokens)) if tokens[k].text == ";"), None)
             if end is None:
                 out.append(tok.text)
-            else:
-                out.append("__kf_computed_goto(" + text[tokens[i + 2].offset:tokens[end].offset]
-                           + ")")
-                pos = tokens[end].offset
-                i = end - 1
+            else:       # its target expression is read on (it may hold label addresses)
+                out.append("__kf_computed_goto(")
+                pos = tokens[i + 1].end
+                goto_ends.add(end)
+                i += 1
+        elif i in goto_ends:
+            out.append(");")
+        elif tok.text == "[" and i + 1 < len(tokens) and tokens[i + 1].text == "[" \
+                and (close := _attribute_end(tokens, i)) is not None:
+            pos = tokens[close].end                 # a C23 attribute [[...]]: dropped
+            i = close
+        elif tok.text == "..." and tok.kind == "punct" and prev is not None and \
+                (close := _designator_end(tokens, i)) is not None:
+            pos = tokens[close].offset              # [a ... b] = x  ->  [a] = x
+            i = close - 1
+        elif tok.text == "?" and i + 1 < len(tokens) and tokens[i + 1].text == ":":
+            out.append("? 0")                       # x ?: y  ->  x ? 0 : y (never evaluated)
         elif tok.text == "case":
             # `case a ... b:` -> `case a:`
             j, depth, dots = i + 1, 0, None
@@ -110,6 +126,55 @@ def for_parser(text: str) -> str:
         i += 1
     out.append(_blank(text[pos:]))
     return "".join(out)
+
+
+def _attribute_end(tokens: list[Token], i: int) -> int | None:
+    """The second ']' of a C23 attribute `[[ ... ]]` opening at tokens[i], or None."""
+    j, depth = i + 2, 0
+    while j < len(tokens):
+        t = tokens[j].text
+        if t in ("(", "["):
+            depth += 1
+        elif t in (")", "]"):
+            if depth == 0:
+                return j + 1 if t == "]" and j + 1 < len(tokens) and \
+                    tokens[j + 1].text == "]" else None
+            depth -= 1
+        elif t in (";", "{", "}"):
+            return None
+        j += 1
+    return None
+
+
+def _designator_end(tokens: list[Token], i: int) -> int | None:
+    """The ']' of a GNU range designator `[a ... b]` whose `...` is tokens[i], or None (a
+    variadic parameter list, say)."""
+    depth = 0
+    for j in range(i - 1, -1, -1):          # back to the unmatched bracket before it
+        t = tokens[j].text
+        if t in (")", "]"):
+            depth += 1
+        elif t in ("(", "["):
+            if depth == 0:
+                if t != "[":
+                    return None
+                break
+            depth -= 1
+        elif t in (";", "{", "}"):
+            return None
+    else:
+        return None
+    for k in range(i + 1, len(tokens)):     # and on to the one that closes it
+        t = tokens[k].text
+        if t in ("(", "["):
+            depth += 1
+        elif t in (")", "]"):
+            if depth == 0:
+                return k if t == "]" else None
+            depth -= 1
+        elif t in (";", "{", "}"):
+            return None
+    return None
 
 
 def _blank(gap: str) -> str:

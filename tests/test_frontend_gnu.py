@@ -61,6 +61,22 @@ CONSTRUCTS = {
     "generic": "#define KIND(x) _Generic((x), int: 1, float: 2, default: 0)\n"
                "int kind(float v) { return KIND(v); }",
     "comments_in_c89_headers": "#include <stdint.h>\nint32_t c89ish(int32_t x) { return x; }",
+    "real_imag": "#include <complex.h>\ndouble parts(double complex z) {\n"
+                 "  double r = __real__ z + __imag__ z; __real__ z = 2.0; return r + creal(z); }",
+    "alignof": "int al(int n) { return __alignof__(double) + __alignof__(n) + _Alignof(long); }",
+    "type_builtins": "int tb(void) { return __builtin_types_compatible_p(int, long)\n"
+                     "  + __builtin_choose_expr(1, 2, 3); }",
+    "offsetof_anonymous_struct": "#include <stddef.h>\n"
+                                 "int oa(void) { return (int)__builtin_offsetof(struct { int a, b; }, b); }",
+    "range_designators": "static int tab[8] = { [0 ... 3] = 1, [4 ... 7] = 2 };\n"
+                         "int rd(int i) { return tab[i & 7]; }",
+    "c23_attributes": "[[maybe_unused]] static int q;\n"
+                      "[[nodiscard]] int at(int x) { [[maybe_unused]] int y = x; return x; }",
+    "elvis": "int el(int a, int b) { return a ?: b ?: 1; }",
+    "label_arithmetic": "int la(int n) { static const int off[] = { &&l1 - &&l1, &&l2 - &&l1 };\n"
+                        "  goto *(&&l1 + off[n & 1]);\nl1: return 1;\nl2: return 2; }",
+    "int128_typedefs": "__int128_t w(__uint128_t x) { return (__int128_t)x; }",
+    "bitint": "_BitInt(37) bits37(_BitInt(37) x) { return x + 1; }",
 }
 
 

@@ -13,6 +13,9 @@ typedef short __kf_bfloat16;
 /* what GNU C the parser does not know becomes (parsefix.py) */
 double __kf_imaginary(double);
 typedef struct __kf_auto_s __kf_auto;
+unsigned long __kf_opaque_value();
+typedef __int128 __int128_t;            /* clang's own typedefs */
+typedef unsigned __int128 __uint128_t;
 #define __IMMINTRIN_H 1
 #define __X86INTRIN_H 1
 #define __MMINTRIN_H 1
