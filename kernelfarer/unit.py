@@ -3,6 +3,7 @@ nest, each of which ends as a GemmSpec or a reason."""
 
 from __future__ import annotations
 
+import os
 import re
 
 from dataclasses import dataclass
@@ -241,7 +242,34 @@ def _struct_definitions(node: c_ast.Node):
         yield from _struct_definitions(child)
 
 
+# `#line 200 "calc.y"` or `# 200` in the user's own file (what parser and scanner generators write)
+_LINE_DIRECTIVE = re.compile(r"#\s*(?:line\b|(?=\d))")
+_LINE_NUMBER = re.compile(r'#\s*(?:line\s+)?(\d+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*$')
+
+
+def _renumbering(source) -> object | None:
+    """The first #line directive of the file that gives its code other numbers or another file
+    name than its own (one that restates the next line's own number and name changes nothing)."""
+    for tok in source.tokens:
+        if tok.kind != "directive" or not _LINE_DIRECTIVE.match(tok.text):
+            continue
+        m = _LINE_NUMBER.match(tok.text.strip())
+        if m is None or int(m[1]) != tok.line + tok.text.count("\n") + 1 or \
+                m[2] is not None and os.path.normpath(m[2]) != os.path.normpath(source.path):
+            return tok
+    return None
+
+
 def find_candidates(tu: TranslationUnit) -> list[Candidate]:
+    renumbered = _renumbering(tu.source)
+    if renumbered is not None:
+        # the compiler's lines (and file names) are then not the file's own: a nest could be
+        # neither found in the text by its coordinates nor told apart from a header's
+        return [Candidate(None, None, SourceLocation(tu.source.path, renumbered.line,
+                                                     renumbered.column), 0, None,
+                          "the file's loop nests are not considered: its #line directive gives "
+                          "its code other line numbers or another file name (generated code), "
+                          "which the rewrite cannot map back to the file", kind="function")]
     typedefs: dict[str, c_ast.Node] = {}
     scope = Scope(typedefs)
     walker = _Walker(tu)

@@ -196,3 +196,20 @@ def test_the_cli_warns_once_per_left_out_function(tmp_path):
     assert done.stderr.splitlines() == [
         f"{src}:1:30: warning: function 'local' not considered: the parser cannot read it "
         "(syntax error before 'out')"]
+
+
+@pytest.mark.parametrize("directive, replaced", [
+    ('#line 200 "calc.y"', False), ("#line 300", False), ("# 40", False),
+    ('#line {next} "{path}"', True), ("#line {next}", True), ('#line {next} "t.c"', False)])
+def test_line_directives_of_the_file(directive, replaced, tmp_path):
+    """Generated code (bison, re2c) renumbers or renames its lines with #line: its nests can then
+    not be found in the file by the compiler's coordinates, and the file is left as it is, with
+    one warning naming the directive; a directive that restates the next line's own number and
+    name (the file's name as the compiler is given it) changes nothing."""
+    text = "int before;\n" + directive.format(next=3, path=tmp_path / "t.c") + "\n" + GEMM
+    src, result = _rewrite(tmp_path, text)
+    assert result.replaced == (1 if replaced else 0), [r.message() for r in result.remarks]
+    if not replaced:
+        (remark,) = [r for r in result.remarks if r.kind == "function"]
+        assert remark.location.line == 2 and "#line directive" in remark.message()
+        assert result.text == text
