@@ -185,7 +185,8 @@ SUPPORT_END = ("#if defined(KERNELFARER_SUPPORT_WARNINGS)\n"
 
 # Prelude helpers emitted only when the code after the prelude calls them: an unused static
 # function is a warning (-Wunused-function) in the user's file.
-OPTIONAL_HELPERS = ("kf_min", "kf_max", "kf_floordiv", "kf_disjoint", "kf_row_stride",
+OPTIONAL_HELPERS = ("kf_min", "kf_max", "kf_floordiv", "kf_nonnegative", "kf_disjoint",
+                    "kf_row_stride",
                     "kf_rows_uniform", "kf_isfinite_s", "kf_isfinite_d", "kf_all_finite_s",
                     "kf_all_finite_d", "kf_alloc64", "kf_scratch_take", "kf_cpu_any", "kf_streq",
                     "kf_getenv", "kf_threads")
@@ -256,17 +257,11 @@ def render_call(spec: GemmSpec, plan: KernelPlan, original: str, indent: str,
     return text.rstrip("\n")
 
 
-# Rows of C longer than this (the whole of C, the direct path's row panels) run the fused epilogue
-# in the loop the compiler vectorizes as it likes; shorter ones (a panel of register tiles is nr
-# wide) in whole vectors, without interleaving.
-HOOK_LONG_ROW = 64
-
-
 def render_hook(spec: GemmSpec, name: str) -> str:
     """The fused epilogue of a nest (spec.fusion) as a file-scope function `name`, placed before
     the function that holds the nest."""
     return environment().get_template("hook.c.j2").render(spec=spec, fusion=spec.fusion,
-                                                          name=name, long_row=HOOK_LONG_ROW)
+                                                          name=name)
 
 
 def render_dispatch(plan: DispatchPlan, linkage: str = "static") -> str:

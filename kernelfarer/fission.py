@@ -18,7 +18,7 @@ from kernelfarer.access import Access, flatten_access
 from kernelfarer.affine import IndexConverter, Poly
 from kernelfarer.ctype import Scope
 from kernelfarer.epilogue import check_pure
-from kernelfarer.guards import disjoint, extent
+from kernelfarer.guards import disjoint, extent, not_negative
 from kernelfarer.nest import LoopNest, NotGemm
 from kernelfarer.canon_base import names_in
 from kernelfarer.evaluate import Evaluator
@@ -187,7 +187,7 @@ def around_guards(nest: LoopNest, ev: Evaluator, around, scope: Scope, iterators
             if stride.const_value() is not None and stride.const_value() < 0:
                 raise NotGemm(f"the code around the GEMM walks '{acc.array}' backwards")
             if stride.const_value() is None:
-                guards.append(Guard(f"{stride.to_c()} >= 0", f"{acc.array} stride is not negative"))
+                guards.append(not_negative(stride.to_c(), f"{acc.array} stride is not negative"))
             origin = rest + stride * starts[outer]
             own_size = f"(kf_index)sizeof({acc.elem.spelling})"
             if acc.row_table is not None:
@@ -245,7 +245,7 @@ def side_statement(side, scope: Scope, ev: Evaluator, ranges: dict, dtype: DType
                 raise NotGemm(f"a statement next to the GEMM walks '{acc.array}' in a way the "
                               "checks cannot bound")
             for symbol in sorted(c.symbols()):     # a coefficient of sizes: they are not negative
-                guards.append(Guard(f"{symbol} >= 0", f"{symbol} is not negative"))
+                guards.append(not_negative(symbol, f"{symbol} is not negative"))
             low = low + c * conv.convert(lo)
             span = span + c * (conv.convert(hi) - conv.convert(lo) - Poly.const(1))
         base = f"((const {acc.elem.spelling} *)({acc.array}) + {low.to_c()})"

@@ -47,11 +47,16 @@ def bound_guards(nest: LoopNest) -> list[Guard]:
         if not lp.compare_type.signed and lp.var_type.signed:
             value = lp.lower.const_value()
             if value is None:
-                guards.append(Guard(f"{lp.lower.to_c()} >= 0",
+                guards.append(not_negative(lp.lower.to_c(),
                                     f"'{lp.var}' starts non-negative (unsigned comparison)"))
             elif value < 0:
                 raise NotGemm(f"loop '{lp.var}' starts below 0 but is compared as unsigned")
     return guards
+
+
+def not_negative(value: str, why: str) -> Guard:
+    """`value` (C text) is not negative, checked as a kf_index."""
+    return Guard(f"kf_nonnegative({value})", why)
 
 
 def disjoint(x_name: str, x_base: str, x_elems: str, y_name: str, y_base: str, y_elems: str,
@@ -116,7 +121,7 @@ def wrap_guards(conv: IndexConverter, loops: dict, scope: Scope) -> list[Guard]:
         # With every value non-negative the sum is largest at the last iteration.  The check is
         # computed modulo 2**64, exact for values that fit.
         for name in sorted(poly.symbols() - set(loops)):
-            guards.append(Guard(f"(kf_index)({name}) >= 0", f"'{name}' is not negative"))
+            guards.append(not_negative(f"(kf_index)({name})", f"'{name}' is not negative"))
         limit = (1 << bits) - 1
         guards.append(Guard(f"{corner.to_c(cast='unsigned long long')} <= {limit}ull",
                             f"unsigned {bits}-bit index {poly.pretty()} does not wrap"))

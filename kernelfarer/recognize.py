@@ -24,8 +24,8 @@ from kernelfarer.epilogue import epilogue_form, fusion_form
 from kernelfarer.evaluate import ZERO, Evaluator, Lin, lin_add
 from kernelfarer.epilogue import PURE_FUNCTIONS
 from kernelfarer.fission import around_form, around_guards, side_statement
-from kernelfarer.guards import (FunctionFacts, alias_guards, bound_guards, row_tables,
-                                scalar_alias_guards, simplify_guards, wrap_guards)
+from kernelfarer.guards import (FunctionFacts, alias_guards, bound_guards, not_negative,
+                                row_tables, scalar_alias_guards, simplify_guards, wrap_guards)
 from kernelfarer.model import AccessModel, StatementModel, build_model
 from kernelfarer.nest import LoopNest, NotGemm, parse_nest
 from kernelfarer.spec import SIZE_NAMES, CInit, GemmSpec, Guard, Operand
@@ -164,7 +164,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
             if value is not None and value < 0:
                 raise NotGemm(f"'{op.name}' is traversed with a negative {what} stride")
             if value is None:
-                guards.append(Guard(f"{stride.to_c()} >= 0", f"{op.name} {what} stride is not negative"))
+                guards.append(not_negative(stride.to_c(), f"{op.name} {what} stride is not negative"))
     # C's view must be one-to-one: distinct (m, n) must be distinct elements.
     ld, width = ldc.const_value(), size_exprs[n_var]
     if ld == 0:
@@ -208,8 +208,8 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
                                     dtype)
             for stride, what in ((rs, "row"), (cs, "column")):
                 if stride.const_value() is None:
-                    guards.append(Guard(f"{stride.to_c()} >= 0",
-                                        f"{acc.array} {what} stride is not negative"))
+                    guards.append(not_negative(stride.to_c(),
+                                               f"{acc.array} {what} stride is not negative"))
                 elif stride.const_value() < 0:
                     raise NotGemm(f"the epilogue reads '{acc.array}' with a negative stride")
 

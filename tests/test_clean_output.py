@@ -228,3 +228,49 @@ def test_c89_rewrite_computes_what_the_original_does(rewritten, ansi, compiler, 
     assert optimized == expected and fast == 8
     unoptimized, fast = _run(compiler, out, tmp_path, "-O0")
     assert unoptimized == expected and fast == 0
+
+
+UNSIGNED_SIZES = """
+void sizes_unsigned(unsigned m, unsigned n, unsigned k, const float *a, const float *b, float *c)
+{
+    for (unsigned i = 0; i < m; i++)
+        for (unsigned j = 0; j < n; j++)
+            for (unsigned p = 0; p < k; p++)
+                c[i * n + j] += a[i * k + p] * b[p * n + j];
+}
+"""
+
+TANH_LAYER = """
+#include <math.h>
+void layer_tanh(int m, int n, int k, const float *x, const float *w, const float *bias, float *y)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            float acc = bias[j];
+            for (int p = 0; p < k; p++)
+                acc += x[i * k + p] * w[p * n + j];
+            y[i * n + j] = tanhf(acc);
+        }
+}
+"""
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+@pytest.mark.parametrize("source", ["unsigned_sizes", "tanh_layer"])
+def test_call_sites_and_hooks_add_no_warning(tmp_path, compiler, source):
+    """What lands in the user's function and beside it: checks that unsigned sizes and strides are
+    not negative (gcc's -Wtype-limits would find them always true), and a fused epilogue that the
+    vectorizer cannot vectorize (clang would say so at its loop hint, by default)."""
+    text = {"unsigned_sizes": UNSIGNED_SIZES, "tanh_layer": TANH_LAYER}[source]
+    src = tmp_path / f"{source}.c"
+    src.write_text(text)
+    out = tmp_path / f"{source}.kf.c"
+    done = run_cli("rewrite", src, "-o", out, "--target", TARGET)
+    assert done.returncode == 0, done.stderr
+    assert "kf_" in out.read_text()
+    cc = CLANG if compiler == "clang" else GCC
+    for level in ("-O2", "-O3"):
+        built = subprocess.run([cc, level, "-march=native", *FLAGS[compiler], "-Wtype-limits",
+                                "-Werror", "-c", str(out), "-o", str(tmp_path / "out.o")],
+                               capture_output=True, text=True)
+        assert built.returncode == 0 and "warning" not in built.stderr, built.stderr

@@ -41,7 +41,7 @@ int dgemm_nn(int *m, int *n, int *k, double *alpha, double *a, int *lda,
              double *b, int *ldb, double *beta, double *c, int *ldc)
 {
     int a_dim1, a_offset, b_dim1, b_offset, c_dim1, c_offset, i__1, i__2, i__3;
-    int i__, j, l;
+    int i__, j, l = 0;      /* (l is never set when m is 0: the return would read garbage) */
     double temp;
     a_dim1 = *lda; a_offset = 1 + a_dim1; a -= a_offset;
     b_dim1 = *ldb; b_offset = 1 + b_dim1; b -= b_offset;
