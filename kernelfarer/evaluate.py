@@ -123,6 +123,13 @@ class Evaluator:
             raise NotGemm(f"operator '{node.op}' in the loop body (not a (x, +) computation)")
         if isinstance(node, c_ast.FuncCall):
             name = _GEN.visit(node.name)
+            args = node.args.exprs if node.args is not None else []
+            if len(args) == 3 and _FUSED_MULTIPLY_ADD.get(name) == (self.dtype and self.dtype.kind,
+                                                                   self.dtype and self.dtype.size):
+                # fmaf(x, y, s): s + x * y rounded once, as the kernels' own FMAs do
+                return lin_add(self._multiply(self.value(args[0], state),
+                                              self.value(args[1], state)),
+                               self.value(args[2], state))
             raise NotGemm(f"call to '{name}' in the loop body")
         if isinstance(node, c_ast.TernaryOp):
             raise NotGemm("conditional expression in the loop body")
@@ -328,6 +335,11 @@ class Evaluator:
                                            or t.spelling == "signed char" and self.dtype is DType.I32):
             raise NotGemm(f"accumulator '{name}' is {t.spelling}, C holds {self.dtype.ctype} "
                           "(mixed precision)")
+
+
+# <math.h>'s fused multiply-adds, by the sums they fit (kind and size of C's type): fmaf rounds
+# to float, fma to double (on floats it would round the sum to double first: not a float GEMM).
+_FUSED_MULTIPLY_ADD = {"fmaf": ("float", 4), "fma": ("float", 8)}
 
 
 def _int_value(node: c_ast.Constant) -> tuple[int, Scalar]:

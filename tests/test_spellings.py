@@ -62,6 +62,20 @@ int dgemm_nn(int *m, int *n, int *k, double *alpha, double *a, int *lda,
 }
 """
 
+FMAF = """
+#include <math.h>
+void sgemm_fmaf(int m, int n, int k, const float *a, const float *b, float *c)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            float s = c[i * n + j];
+            for (int p = 0; p < k; p++)
+                s = fmaf(a[i * k + p], b[p * n + j], s);
+            c[i * n + j] = s;
+        }
+}
+"""
+
 STRUCTS = """
 typedef struct { int rows, cols, stride; float *data; } Matrix;
 struct params { float alpha; int n; };
@@ -293,6 +307,9 @@ CASES = {
                                        ("T*", k, m + 2), ("int*", m + 2), ("T*", n, k + 1),
                                        ("int*", k + 1), ("T*", 1, 1), ("T*", n, m + 3),
                                        ("int*", m + 3)]),
+    "fmaf": (FMAF, "void sgemm_fmaf(int, int, int, const float *, const float *, float *);",
+             "float", lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                       ("T*", m, n)]),
     "structs": (STRUCTS, "void run_structs(int, int, int, float *, float *, float *);", "float",
                 lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
                                  ("T*", m, n)]),
