@@ -188,14 +188,18 @@ class Outcome:
 
 
 def _rewrite_one(path: str, cppflags: tuple[str, ...], target: str, quick: bool,
-                 split: bool = False, threads: int | None = None) -> Outcome:
+                 split: bool = False, threads: int | None = None,
+                 compiler: str | None = None) -> Outcome:
+    """`compiler`: the build's compiler when its preprocessor is not the one the analysis runs
+    (clang_path): a rewrite holds only if it gives the file the same code (_same_code)."""
     from kernelfarer.diagnostics import KernelfarerError
     from kernelfarer import cpp, prefilter
     try:
         text, macros = cpp.preprocess_with_macros(path, cppflags)
         if quick and not prefilter.may_hold_product_nest(text):
             return Outcome(path, notes=["no loop nest three deep with a product: not parsed"])
-        key = _outcome_key(path, text, macros, (cppflags, target, quick, split, threads))
+        key = _outcome_key(path, text, macros, (cppflags, target, quick, split, threads,
+                                                compiler))
         cached = _cached_outcome(key)
         if cached is not None:
             return cached
@@ -209,6 +213,14 @@ def _rewrite_one(path: str, cppflags: tuple[str, ...], target: str, quick: bool,
                        where=str(exc.location) if exc.location is not None else None)
     outcome = Outcome(path, remarks=[r.message() for r in result.remarks], notes=list(result.notes),
                       nests=[r.to_json() for r in result.remarks])
+    if result.edits and compiler is not None and not _same_code(path, cppflags, text, compiler):
+        why = (f"not rewritten: {os.path.basename(compiler)}'s preprocessor gives the file other "
+               "code than clang's (its own predefined macros, version checks or headers): the "
+               "analysis would not hold for the compile")
+        outcome = Outcome(path, notes=[why], nests=[dict(n, replaced=False, reason=why)
+                                                    for n in outcome.nests])
+        _store_outcome(key, outcome)
+        return outcome
     if result.edits:
         original = SourceText.read(path).text     # non-UTF-8 bytes as surrogate escapes
         edits = [(e.start, e.end, e.text) for e in result.edits]
@@ -222,6 +234,19 @@ def _rewrite_one(path: str, cppflags: tuple[str, ...], target: str, quick: bool,
         outcome.support_units = result.support_units
     _store_outcome(key, outcome)
     return outcome
+
+
+def _same_code(path: str, cppflags: tuple[str, ...], analysed: str, compiler: str) -> bool:
+    """Does the build's compiler preprocess the file to the code that was analysed (the same
+    tokens from the user's own files)?  A file that chooses its types by compiler (#ifdef
+    __clang__, __GNUC__ >= 5) is rewritten only where the two agree."""
+    from kernelfarer import cpp
+    from kernelfarer.diagnostics import KernelfarerError
+    try:
+        theirs = cpp.preprocess_as(compiler, path, cppflags)
+    except KernelfarerError:
+        return False
+    return cpp.user_code(theirs) == cpp.user_code(analysed)
 
 
 # -- the rewrite cache: a rebuild does not parse, match and render again ---------------------------
@@ -327,7 +352,7 @@ def _prune(directory: str) -> None:
 
 def rewrite_sources(paths: list[str], cppflags: tuple[str, ...], target: str,
                     timeout: float, quick: bool = True, split: bool = False,
-                    threads: int | None = None) -> list[Outcome]:
+                    threads: int | None = None, compiler: str | None = None) -> list[Outcome]:
     """Rewrite each file in a forked child (a crash or a hang of the rewriter cannot take the
     build with it); on timeout the child and its preprocessors are killed.  `quick`: files
     without a loop nest that multiplies are not parsed, and of the others only the functions
@@ -351,7 +376,8 @@ def rewrite_sources(paths: list[str], cppflags: tuple[str, ...], target: str,
             results = []
             for path in paths:
                 try:
-                    results.append(_rewrite_one(path, cppflags, target, quick, split, threads))
+                    results.append(_rewrite_one(path, cppflags, target, quick, split, threads,
+                                                compiler))
                 except Exception as exc:          # a bug of ours: reported, never fatal
                     results.append(Outcome(path, error=f"internal error ({type(exc).__name__}: "
                                                        f"{exc})"))
@@ -419,6 +445,17 @@ def _may_include_quoted(text: str) -> bool:
     """Whether `text` may include a file by a quoted name (or a macro that could expand to one):
     only then does its copy need the source's directory on the quoted search path."""
     return _QUOTED_INCLUDE.search(text) is not None
+
+
+def _other_preprocessor(inv: Invocation) -> str | None:
+    """The build's compiler, when it is not the clang the analysis preprocesses with."""
+    from kernelfarer.diagnostics import KernelfarerError
+    from kernelfarer.toolchain import clang_path
+    try:
+        ours = os.path.realpath(clang_path())
+    except KernelfarerError:
+        return inv.real_compiler
+    return None if os.path.realpath(inv.real_compiler) == ours else inv.real_compiler
 
 
 def _compiler_family(compiler: str) -> str:
@@ -532,7 +569,7 @@ class Job:
         from kernelfarer import split
         self.split = split.refusal(cmd, inv.chain) is None
         outcomes = rewrite_sources([s.path for s in todo], tuple(cmd.cppflags), target, timeout,
-                                   quick, self.split, _env_threads())
+                                   quick, self.split, _env_threads(), _other_preprocessor(inv))
         chosen = []
         for src, outcome in zip(todo, outcomes):
             if outcome.error is not None:

@@ -77,8 +77,50 @@ def preprocess_with_macros(path: str, cppflags: tuple[str, ...] = ()) -> tuple[s
 _DIRECTIVE = re.compile(r"^#(?:define|undef) ([A-Za-z_$][\w$]*)[^\n]*", re.M)
 
 
-def _run(path: str, cppflags: tuple[str, ...], extra: tuple[str, ...]) -> str:
-    cmd = [clang_path(), "-E", *extra, *_EXTENSION_DEFINES, "-include", _STUBS, *cppflags, path]
+def user_code(text: str) -> list[str]:
+    """The tokens of a preprocessed text that come from the user's own files (not from system
+    headers, line marker flag 3, nor from the compiler's built-in lines), directives with their
+    spaces collapsed, string literals without their text (__FILE__ is "./k.h" to clang and "k.h"
+    to gcc): what two preprocessors must agree on for one's analysis to hold for the other's
+    compile."""
+    from kernelfarer.scan import tokenize
+    out: list[str] = []
+    own = True
+    # Whether a file is a system header, as the marker that enters it (flag 1) or returns to it
+    # (flag 2) says: other markers may leave the flag out (gcc, in a system header) or add it
+    # (gcc, where user code expands a system header's macro: still the user's code).
+    system: dict[str, bool] = {}
+    for chunk in _MARKER.split(text):
+        if chunk.startswith("#"):
+            m = _MARKER_PARTS.match(chunk)
+            if m is None:
+                own = False
+                continue
+            flags = m[2].split()
+            if "1" in flags or "2" in flags:
+                system[m[1]] = "3" in flags
+            own = not system.get(m[1], "3" in flags) and not m[1].startswith("<")
+            continue
+        if own:
+            out += [" ".join(t.text.split()) if t.kind == "directive" else
+                    '""' if t.kind == "string" else t.text for t in tokenize(chunk)]
+    return out
+
+
+_MARKER = re.compile(r'^(#(?:line)? \d+ "[^\n]*"[^\n]*)$', re.M)
+_MARKER_PARTS = re.compile(r'#(?:line)? \d+ "((?:[^"\\]|\\.)*)"(.*)')
+
+
+def preprocess_as(compiler: str, path: str, cppflags: tuple[str, ...] = ()) -> str:
+    """`preprocess` by another compiler's preprocessor (gcc's, when the build compiles with gcc:
+    what its predefined macros, version checks and headers select)."""
+    return _run(path, cppflags, (), compiler)
+
+
+def _run(path: str, cppflags: tuple[str, ...], extra: tuple[str, ...],
+         compiler: str | None = None) -> str:
+    cmd = [compiler or clang_path(), "-E", *extra, *_EXTENSION_DEFINES, "-include", _STUBS,
+           *cppflags, path]
     try:
         done = subprocess.run(cmd, capture_output=True, timeout=_CPP_TIMEOUT)
     except subprocess.TimeoutExpired:

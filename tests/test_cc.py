@@ -859,6 +859,54 @@ def test_macros_named_like_the_support_codes_identifiers_stay_used(tmp_path, cc)
     assert " kf_" in _symbols(tmp_path / "macros.o")        # rewritten, not fallen back
 
 
+TYPE_BY_COMPILER = """\
+#include <stdio.h>
+#if defined(__clang__)
+typedef float real_t;           /* what the analysis (clang's preprocessor) sees */
+#else
+typedef double real_t;          /* what gcc compiles */
+#endif
+static void mm(int n, real_t *c, const real_t *a, const real_t *b)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            for (int k = 0; k < n; k++)
+                c[i * n + j] += a[i * n + k] * b[k * n + j];
+}
+int main(void)
+{
+    static real_t a[67 * 67], b[67 * 67], c[67 * 67];
+    double s = 0;
+    for (int q = 0; q < 67 * 67; q++) {
+        a[q] = (real_t)(q % 9) - 4;
+        b[q] = (real_t)(q % 7) - 3;
+    }
+    mm(67, c, a, b);
+    for (int q = 0; q < 67 * 67; q++)
+        s += (double)c[q] * (q % 17);
+    printf("%d %.1f\\n", (int)sizeof(real_t), s);
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(GCC is None, reason="no gcc")
+def test_a_file_gcc_preprocesses_otherwise_is_compiled_unchanged(tmp_path):
+    """The analysis preprocesses with clang; a file that gcc preprocesses to other code (types
+    chosen by compiler) is compiled as it is under gcc, and still rewritten under clang."""
+    (tmp_path / "by_compiler.c").write_text(TYPE_BY_COMPILER)
+    environ = env(KERNELFARER_PROFILE_DIR=str(tmp_path / "profile"), KERNELFARER_REMARKS="1")
+    for cc, rewritten in ((GCC, False), (CLANG, True)):
+        done = kfcc(cc, "-O2", "-c", "by_compiler.c", "-o", "w.o", cwd=tmp_path, environ=environ)
+        assert done.returncode == 0, done.stderr
+        assert (" kf_" in _symbols(tmp_path / "w.o")) == rewritten, done.stderr
+        assert ("preprocessor gives the file other code" in done.stderr) != rewritten
+        assert run([cc, "w.o", "-o", "w"], tmp_path).returncode == 0
+        assert run([cc, "-O2", "by_compiler.c", "-o", "plain"], tmp_path).returncode == 0
+        assert run([tmp_path / "w"], tmp_path, quiet_stdout=False).stdout == \
+            run([tmp_path / "plain"], tmp_path, quiet_stdout=False).stdout
+
+
 @pytest.mark.parametrize("cc", COMPILERS)
 @pytest.mark.parametrize("flags", [[], ["-O0"], ["-g", "-O0"], ["-O2", "-O0"], ["-Og"]],
                          ids=lambda f: " ".join(f) or "no -O")
