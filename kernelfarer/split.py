@@ -34,6 +34,7 @@ from kernelfarer import ccargs
 SPLIT_LINKAGE = '__attribute__((weak, visibility("hidden")))'
 SPLIT_DECLARATION = 'extern __attribute__((visibility("hidden")))'   # ... and how others see them
 SPLIT_TAG = "KERNELFARER_SPLIT_TAG"
+SUPPORT_DIRECTORY = "/kernelfarer"    # where debug information says the support units were built
 
 # Options the support unit's compile leaves out: its input, output and dependency file are its
 # own, and it includes nothing of the user's (it is compiled in the cache directory, where the
@@ -242,7 +243,10 @@ class SupportBuild:
         with open(written, "w", encoding="utf-8", errors="surrogateescape") as f:
             f.write(text)
         os.replace(written, self._file(name, ".c"))
-        return subprocess.Popen([*self.command, "-c", "-x", "c", name + ".c", "-o",
+        # the unit's debug information names its directory as SUPPORT_DIRECTORY, not the
+        # profile's: an object is the same whoever builds it, wherever their cache is
+        return subprocess.Popen([*self.command, f"-fdebug-prefix-map={self.directory}="
+                                 f"{SUPPORT_DIRECTORY}", "-c", "-x", "c", name + ".c", "-o",
                                  name + self._partial],
                                 stderr=subprocess.PIPE, env=self.env, cwd=self.directory)
 

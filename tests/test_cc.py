@@ -242,15 +242,17 @@ def test_dependency_file_without_output_name(mm):
 @pytest.mark.parametrize("cc", COMPILERS)
 def test_objects_are_deterministic(mm, cc):
     objects = []
-    for k in (1, 2):      # a different TMPDIR each time: no temporary name may reach the object
-        (mm / f"tmp{k}").mkdir()
+    for k in (1, 2):      # a different TMPDIR and profile (cache) each time: no temporary
+        (mm / f"tmp{k}").mkdir()        # name or cache path may reach the object
         done = kfcc(compiler(cc), "-g", "-O2", "-c", "src/mm.c", "-o", f"mm{k}.o", cwd=mm,
-                    environ=env(TMPDIR=str(mm / f"tmp{k}")))
+                    environ=env(TMPDIR=str(mm / f"tmp{k}"),
+                                KERNELFARER_PROFILE_DIR=str(mm / f"profile{k}")))
         assert done.returncode == 0 and done.stderr == ""
         objects.append((mm / f"mm{k}.o").read_bytes())
     assert objects[0] == objects[1]
     assert b"kf_sgemm" in objects[0] and b"src/mm.c" in objects[0]
     assert b"kernelfarer-cc" not in objects[0] and b"tmp1" not in objects[0]
+    assert b"profile1" not in objects[0]
     assert not any((mm / "tmp1").rglob("*.c")), "temporary files left behind"
 
 
