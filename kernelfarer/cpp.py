@@ -119,8 +119,9 @@ def preprocess_as(compiler: str, path: str, cppflags: tuple[str, ...] = ()) -> s
 
 def _run(path: str, cppflags: tuple[str, ...], extra: tuple[str, ...],
          compiler: str | None = None) -> str:
+    # `-x c`: the build may compile a file of another suffix as C (a unity build's .inc)
     cmd = [compiler or clang_path(), "-E", *extra, *_EXTENSION_DEFINES, "-include", _STUBS,
-           *cppflags, path]
+           *cppflags, "-x", "c", path]
     try:
         done = subprocess.run(cmd, capture_output=True, timeout=_CPP_TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -139,7 +140,7 @@ def _run(path: str, cppflags: tuple[str, ...], extra: tuple[str, ...],
 
 def defined_macros(path: str, cppflags: tuple[str, ...] = ()) -> frozenset[str]:
     """Names of the macros defined at the end of the user's file (user and system ones)."""
-    cmd = [clang_path(), "-E", "-dM", *_EXTENSION_DEFINES, *cppflags, path]
+    cmd = [clang_path(), "-E", "-dM", *_EXTENSION_DEFINES, *cppflags, "-x", "c", path]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=_CPP_TIMEOUT)
     names = set()
     for line in done.stdout.splitlines():

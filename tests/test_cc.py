@@ -892,6 +892,15 @@ int main(void)
 """
 
 
+def test_a_source_of_another_suffix_compiled_as_c(mm, tmp_path):
+    """`-x c` on a file named otherwise (a unity build's .inc): it is preprocessed as C too."""
+    (mm / "src" / "mm.inc").write_text(MM_C)
+    environ = env(KERNELFARER_PROFILE_DIR=str(tmp_path / "profile"))
+    done = kfcc(CLANG, "-O2", "-x", "c", "-c", "src/mm.inc", "-o", "mm.o", cwd=mm, environ=environ)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert " kf_" in _symbols(mm / "mm.o")
+
+
 @pytest.mark.skipif(GCC is None, reason="no gcc")
 def test_a_file_gcc_preprocesses_otherwise_is_compiled_unchanged(tmp_path):
     """The analysis preprocesses with clang; a file that gcc preprocesses to other code (types
