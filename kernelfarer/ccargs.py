@@ -119,6 +119,8 @@ FLAGS: tuple[Flag, ...] = tuple([
     *_flags(F, Role.PASS, "--version", "-v", "-###", "--help", "-help", "-dumpversion",
             "-dumpmachine", "-dumpfullversion", "-dumpspecs", "-fpreprocessed",
             "-fdirectives-only", "--analyze", "-traditional", "-traditional-cpp", "-I-"),
+    # coverage builds count the user's lines as the plain build does: compiled as they are
+    *_flags(F, Role.PASS, "--coverage", "-fprofile-arcs", "-ftest-coverage", "-fcoverage-mapping"),
     *_flags(FAM, Role.PASS, "-print-", "--print-", "-d"),
     Flag("-Wp,", J, Role.PASS),           # -Wp,-MD,file writes a dependency file of its own
     Flag("-MJ", JS, Role.PASS),           # clang's compilation-database fragment
