@@ -7,7 +7,7 @@ NotGemm with the reason.  What the statements compute is decided in recognize.py
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pycparser import c_ast, c_generator
 
@@ -274,12 +274,20 @@ def parse_nest(outer: c_ast.For, scope: Scope) -> LoopNest:
     side += pre_side
     values: dict[str, c_ast.Node] = {}
     loops: list[Loop] = []
+    # The third loop's variable declared, without a value, in the second loop's body before it
+    # (`int p; float s = 0; for (p = 0; ...)`): local to the nest, as if declared in its for.
+    counter = _assigned_name(fors[2].init)
+    own = [s for s in pre if isinstance(s, c_ast.Decl) and s.name == counter and s.init is None]
+    if own:
+        scope.declare(own[0])
+        pre = [s for s in pre if s is not own[0]]
     for level, node in enumerate(fors):
         if level == 1:
             values.update((a.lvalue.name, a.rvalue) for a in hoisted if is_side_assignment(a))
         if level == 2:
             values.update((a.lvalue.name, a.rvalue) for a in pre_side)
-        loops.append(parse_loop(node, scope, [lp.var for lp in loops], dict(values)))
+        loop = parse_loop(node, scope, [lp.var for lp in loops], dict(values))
+        loops.append(replace(loop, declared_in_for=True) if own and level == 2 else loop)
     names = [lp.var for lp in loops]
     if len(set(names)) != 3:
         raise NotGemm("the loops do not have three distinct variables")
@@ -292,6 +300,13 @@ def parse_nest(outer: c_ast.For, scope: Scope) -> LoopNest:
     return LoopNest(loops=tuple(loops), pre=tuple(pre), body=tuple(body), post=tuple(post),
                     hoisted=tuple(s for s in hoisted if not is_side_assignment(s)),
                     side=tuple(side), around=around)
+
+
+def _assigned_name(init: c_ast.Node | None) -> str | None:
+    """v of a for's `v = start` initialization."""
+    if isinstance(init, c_ast.Assignment) and isinstance(init.lvalue, c_ast.ID):
+        return init.lvalue.name
+    return None
 
 
 def _names_integer(assignment: c_ast.Assignment, scope: Scope) -> bool:

@@ -76,6 +76,20 @@ void sgemm_fmaf(int m, int n, int k, const float *a, const float *b, float *c)
 }
 """
 
+COUNTER_IN_BODY = """
+void sgemm_counter(int m, int n, int k, const float *a, const float *b, float *c)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            int p;
+            float s = 0;
+            for (p = 0; p < k; p++)
+                s += a[i * k + p] * b[p * n + j];
+            c[i * n + j] = s;
+        }
+}
+"""
+
 STRUCTS = """
 typedef struct { int rows, cols, stride; float *data; } Matrix;
 struct params { float alpha; int n; };
@@ -310,6 +324,10 @@ CASES = {
     "fmaf": (FMAF, "void sgemm_fmaf(int, int, int, const float *, const float *, float *);",
              "float", lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
                                        ("T*", m, n)]),
+    "counter_in_body": (COUNTER_IN_BODY, "void sgemm_counter(int, int, int, const float *, "
+                                         "const float *, float *);", "float",
+                        lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                         ("T*", m, n)]),
     "structs": (STRUCTS, "void run_structs(int, int, int, float *, float *, float *);", "float",
                 lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
                                  ("T*", m, n)]),
