@@ -534,6 +534,15 @@ class _DependencyFileError(Exception):
     pass
 
 
+def _regular_file(path: str) -> bool:
+    """Is `path` a regular file (or missing: the compiler says so)?"""
+    import stat
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return True
+
+
 class Job:
     def __init__(self, inv: Invocation) -> None:
         self.inv = inv
@@ -554,6 +563,11 @@ class Job:
                     _say(f"remark: {src.path}: not rewritten: {cmd.passthrough}")
             return _exec(inv.original)
         sources = cmd.c_sources
+        if not all(_regular_file(s.path) for s in sources):
+            # a pipe (`-x c <(gen)`, a FIFO) can be read once, and that read is the compiler's
+            if self.remarks:
+                _say("remark: not rewritten: a source is not a regular file (a pipe?)")
+            return _exec(inv.original)
         todo = [s for s in sources if may_hold_nest(s.path)]
         for src in sources:
             if src not in todo:

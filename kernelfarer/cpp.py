@@ -28,6 +28,7 @@ _EXTENSION_DEFINES = (
     "-D__alignof=sizeof",
     "-D_Alignof=sizeof",
     "-D_BitInt(x)=__kf_auto",         # an integer of another width: opaque
+    "-D__fp16=__kf_auto",             # Arm's storage-only half (clang takes it on x86 too)
     "-D__auto_type=__kf_auto",        # an opaque type (kf_parse_stubs.h): never taken for a number
     "-Dtypeof(x)=__kf_auto",          # types the parser cannot work out: opaque too
     "-D__typeof(x)=__kf_auto",

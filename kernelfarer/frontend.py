@@ -35,6 +35,29 @@ def parse(text: str, path: str) -> c_ast.FileAST:
 
 
 
+def marker_name(name: str) -> str:
+    """A file name as a line marker spells it, unescaped: the preprocessor writes the bytes of a
+    path that are not printable ASCII as octal escapes ("jos\\303\\251/k.c")."""
+    if "\\" not in name:
+        return name
+    raw = name.encode("utf-8", "surrogateescape")
+    out = bytearray()
+    i = 0
+    while i < len(raw):
+        if raw[i] == 0x5C and i + 1 < len(raw):
+            digits = re.match(rb"[0-7]{1,3}", raw[i + 1:i + 4])
+            if digits:
+                out.append(int(digits[0], 8) & 0xFF)
+                i += 1 + len(digits[0])
+                continue
+            out.append(raw[i + 1])
+            i += 2
+            continue
+        out.append(raw[i])
+        i += 1
+    return out.decode("utf-8", "surrogateescape")
+
+
 @dataclass(frozen=True)
 class Span:
     start: int     # byte offset of the first character
@@ -67,7 +90,8 @@ class SourceText:
         return cls(path, text)
 
     def is_here(self, coord) -> bool:
-        return coord is not None and os.path.normpath(str(coord.file)) == os.path.normpath(self.path)
+        return coord is not None and \
+            os.path.normpath(marker_name(str(coord.file))) == os.path.normpath(self.path)
 
     def location(self, coord) -> SourceLocation:
         return SourceLocation(self.path, coord.line, coord.column or 1)

@@ -892,6 +892,32 @@ int main(void)
 """
 
 
+def test_a_source_that_is_a_pipe_reaches_the_compiler_whole(mm, tmp_path):
+    """A FIFO (or `-x c <(generator)`) can be read once: the compiler reads it, untouched."""
+    fifo = mm / "src" / "piped.c"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(["sh", "-c", f"cat src/mm.c > {fifo}"], cwd=mm)
+    try:
+        done = kfcc(CLANG, "-O2", "-Isrc", "-c", "src/piped.c", "-o", "piped.o", cwd=mm,
+                    environ=env(KERNELFARER_PROFILE_DIR=str(tmp_path / "profile")))
+    finally:
+        writer.wait(timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert " T main" in _symbols(mm / "piped.o")
+
+
+def test_a_source_under_a_non_ascii_directory(mm, tmp_path):
+    """Line markers spell the path's non-ASCII bytes as octal escapes: still the user's file."""
+    where = mm / "josé"
+    where.mkdir()
+    (where / "mm.c").write_text(MM_C)
+    (where / "mm.h").write_text(MM_H)
+    done = kfcc(CLANG, "-O2", "-c", str(where / "mm.c"), "-o", "mm.o", cwd=mm,
+                environ=env(KERNELFARER_PROFILE_DIR=str(tmp_path / "profile")))
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert " kf_" in _symbols(mm / "mm.o")
+
+
 def test_a_source_of_another_suffix_compiled_as_c(mm, tmp_path):
     """`-x c` on a file named otherwise (a unity build's .inc): it is preprocessed as C too."""
     (mm / "src" / "mm.inc").write_text(MM_C)

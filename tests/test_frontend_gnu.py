@@ -77,6 +77,7 @@ CONSTRUCTS = {
                         "  goto *(&&l1 + off[n & 1]);\nl1: return 1;\nl2: return 2; }",
     "int128_typedefs": "__int128_t w(__uint128_t x) { return (__int128_t)x; }",
     "bitint": "_BitInt(37) bits37(_BitInt(37) x) { return x + 1; }",
+    "fp16_storage": "float widen(const __fp16 *h, int i) { return (float)h[i]; }",
 }
 
 
