@@ -110,6 +110,23 @@ def _holds_omp_parallel(node: c_ast.Node) -> bool:
     return any(_holds_omp_parallel(c) for _, c in node.children())
 
 
+# OpenMP directives a rewrite keeps its meaning under: the nest's own parallel loop (the driver
+# runs on threads instead) and simd hints.  Any other (a worksharing `for`, `single`, `master`,
+# `critical`, `section` of an enclosing region...) makes each thread run or skip the nest in a
+# way the call of a driver would not follow.
+_OMP_KEPT = re.compile(r"^\s*omp\s+(?:parallel\s+for(?:\s+simd)?|simd)\b")
+
+
+def _check_openmp(node: c_ast.Node, before: c_ast.Node | None) -> None:
+    pragmas = [before] if isinstance(before, c_ast.Pragma) else []
+    pragmas += [n for n in _walk(node) if isinstance(n, c_ast.Pragma)]
+    for pragma in pragmas:
+        text = " ".join((pragma.string or "").split())
+        if re.match(r"omp\b", text) and not _OMP_KEPT.match(text):
+            raise NotGemm(f"'#pragma {text}' applies to the nest: under it each thread runs (or "
+                          "skips) the loops in a way a call of the fast path would not")
+
+
 def _ids_within(node: c_ast.Node) -> set[int]:
     out = {id(node)}
     for _, child in node.children():
@@ -195,6 +212,7 @@ class _Walker:
                           min_functions=self.min_functions)
         canon = canonicalize(node, context, before=before)
         try:
+            _check_openmp(node, before)
             if canon is None:
                 raise NotGemm("the while loop is not a counted loop (a counter set right before "
                               "it and stepped by one at the end of its body)")
