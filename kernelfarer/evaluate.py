@@ -320,7 +320,10 @@ class Evaluator:
             (key, coef), = value.items()
             if key.startswith("r") and coef == Poly.const(1):
                 e = self.reads[int(key[1:])].elem
-                if (e.kind, e.bits, e.signed) == (t.kind, t.bits, t.signed):
+                # plain char is signed or not as the compile has it: into an explicitly signed
+                # or unsigned char (or back) it is a conversion in one of the two
+                if (e.kind, e.bits, e.signed, _plain_char(e)) == \
+                        (t.kind, t.bits, t.signed, _plain_char(t)):
                     return
         raise NotGemm(f"'{name}' is {t.spelling}: what it is given would be cut to {t.bits} bits")
 
@@ -340,6 +343,11 @@ class Evaluator:
 # <math.h>'s fused multiply-adds, by the sums they fit (kind and size of C's type): fmaf rounds
 # to float, fma to double (on floats it would round the sum to double first: not a float GEMM).
 _FUSED_MULTIPLY_ADD = {"fmaf": ("float", 4), "fma": ("float", 8)}
+
+
+def _plain_char(t: Scalar) -> bool:
+    return t.spelling.split()[-1:] == ["char"] and not {"signed", "unsigned"} & set(
+        t.spelling.split())
 
 
 def _int_value(node: c_ast.Constant) -> tuple[int, Scalar]:
