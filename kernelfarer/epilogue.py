@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from pycparser import c_ast, c_generator
 
+from kernelfarer.canon_base import names_in
 from kernelfarer.nest import LoopNest, NotGemm
 
 _GEN = c_generator.CGenerator()
@@ -257,6 +258,28 @@ def _header(node: c_ast.For) -> str:
     return f"for ({init}; {_GEN.visit(node.cond)}; {_GEN.visit(node.next)})"
 
 
+def _carried(statements, written: set[str]) -> str | None:
+    """A variable of `written` that one element's statements read before they set it (so it
+    carries a value from the element before), or None."""
+    assigned: set[str] = set()
+    for stmt in statements:
+        if isinstance(stmt, c_ast.Decl):
+            read, target = names_in(stmt.init) if stmt.init is not None else set(), stmt.name
+        elif isinstance(stmt, c_ast.Assignment):
+            read = names_in(stmt.rvalue) | (names_in(stmt.lvalue) if stmt.op != "=" else set())
+            target = stmt.lvalue.name if isinstance(stmt.lvalue, c_ast.ID) else None
+            if not isinstance(stmt.lvalue, c_ast.ID):
+                read |= names_in(stmt.lvalue)
+        else:
+            read, target = names_in(stmt), None
+        early = sorted((read & written) - assigned)
+        if early:
+            return early[0]
+        if target is not None:
+            assigned.add(target)
+    return None
+
+
 # -- fusion: the epilogue as a function the driver applies to each tile of C once it is final ---
 
 @dataclass(frozen=True)
@@ -286,6 +309,16 @@ def fusion_form(nest: LoopNest, epi: Epilogue, scope, facts, nest_ids: set[int],
     written = {s.lvalue.name for s in statements
                if isinstance(s, c_ast.Assignment) and isinstance(s.lvalue, c_ast.ID)} - own
     scratch = []                     # the hook's own copies of what the epilogue sets
+    carried = _carried(statements, written)
+    if carried:
+        raise NotGemm(f"the epilogue carries '{carried}' from one element to the next (it reads "
+                      "it before it sets it): the elements' order matters")
+    for name in sorted(set().union(*(names_in(s) for s in statements))):
+        decl = scope.lookup(name)
+        if decl is not None and {"_Thread_local", "__thread", "thread_local"} & set(
+                decl.storage or []):
+            raise NotGemm(f"the epilogue reads '{name}', a thread-local variable: the threads "
+                          "that run the hook have their own")
     for name in sorted(written):
         decl = scope.lookup(name)
         storage = (decl.storage or []) if decl is not None else []

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 
 from kernelfarer.access import Access
-from kernelfarer.affine import IndexConverter, Poly
+from kernelfarer.affine import IndexConverter, NotAffine, Poly
 from kernelfarer.ctype import Scalar, Scope
 from kernelfarer.nest import LoopNest, NotGemm
 from kernelfarer.spec import SIZE_NAMES, Guard
@@ -158,6 +158,43 @@ def scalar_alias_guards(names: set[str], bitfields: set[str], facts: FunctionFac
             f"&({name}), (kf_index)sizeof({name}))",
             f"{c.array} does not overlap '{name}'"))
     return guards
+
+
+def memory_symbols(statements) -> tuple[set[str], set]:
+    """The scalars `statements` read that are not plain locals' values: names, members (`s.f`,
+    `p->f`) and values behind named pointers (`*p`), as symbol_text spells them (for
+    scalar_alias_guards, which keeps those a store to C could change), and the member nodes (for
+    bit-fields).  A read through any other pointer expression (`*(p + 1)`) is refused."""
+    from kernelfarer.affine import is_deref, symbol_text
+    from pycparser import c_ast
+    names: set[str] = set()
+    members: list = []
+
+    def visit(node) -> None:
+        if isinstance(node, (c_ast.ID, c_ast.StructRef)) or is_deref(node):
+            try:
+                names.add(symbol_text(node))
+                if isinstance(node, c_ast.StructRef):
+                    members.append(node)
+                return
+            except NotAffine:
+                pass
+        if isinstance(node, c_ast.UnaryOp) and node.op == "*":
+            raise NotGemm("it reads through a pointer expression, which a store to C could "
+                          "change: '*' of more than a name")
+        if isinstance(node, c_ast.StructRef):
+            visit(node.name)
+            return
+        if isinstance(node, c_ast.FuncCall):
+            for arg in (node.args.exprs if node.args else []):
+                visit(arg)
+            return
+        for _, child in node.children():
+            visit(child)
+
+    for stmt in statements:
+        visit(stmt)
+    return names, members
 
 
 _ROOT = re.compile(r"\(?\*?(\w+)")      # the variable of a symbol: s of s->a.b, p of (*p)

@@ -24,8 +24,9 @@ from kernelfarer.epilogue import epilogue_form, fusion_form
 from kernelfarer.evaluate import ZERO, Evaluator, Lin, lin_add
 from kernelfarer.epilogue import PURE_FUNCTIONS
 from kernelfarer.fission import around_form, around_guards, side_statement
-from kernelfarer.guards import (FunctionFacts, alias_guards, bound_guards, not_negative,
-                                row_tables, scalar_alias_guards, simplify_guards, wrap_guards)
+from kernelfarer.guards import (FunctionFacts, alias_guards, bound_guards, memory_symbols,
+                                not_negative, row_tables, scalar_alias_guards, simplify_guards,
+                                wrap_guards)
 from kernelfarer.model import AccessModel, StatementModel, build_model
 from kernelfarer.nest import LoopNest, NotGemm, parse_nest
 from kernelfarer.spec import SIZE_NAMES, CInit, GemmSpec, Guard, Operand
@@ -45,6 +46,10 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     the compile (its preprocessor defines __CHAR_UNSIGNED__); a call site that takes plain char
     operands for int8 or uint8 checks it at compile time, and runs the loop where it is wrong."""
     canon = canon or Canonical(node=outer)
+    taken = sorted(_loop_variables(outer) & facts.address_taken)
+    if taken:
+        raise NotGemm(f"the address of loop variable '{taken[0]}' is taken: what is read through "
+                      "it changes with the loops")
     if facts.returns_twice:
         raise NotGemm(f"the function calls '{facts.returns_twice}', which returns twice: which "
                       "of its locals a longjmp leaves changed depends on how it is compiled")
@@ -213,6 +218,9 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
                 elif stride.const_value() < 0:
                     raise NotGemm(f"the epilogue reads '{acc.array}' with a negative stride")
 
+    if epi is not None:     # scalars the seed and the epilogue read: a store to C must not reach them
+        guards += _memory_read_guards((*nest.pre, *nest.post), scope, facts, c_access, ranges,
+                                      dtype)
     fusion, fusion_refusal = None, ""
     if epi is not None:
         try:
@@ -223,7 +231,9 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
             fusion_refusal = str(exc)
 
     around = around_form(nest, functions=functions or PURE_FUNCTIONS)
-    if around is not None:
+    if around is not None:  # ... and those the code around the GEMM reads, which runs apart
+        guards += _memory_read_guards((*nest.around[0], *nest.around[1]), scope, facts,
+                                      c_access, ranges, dtype)
         guards += around_guards(nest, ev, around, scope, iterators, sizes, starts, dtype,
                                  {"A": (a_acc, ranges["A"]), "B": (b_acc, ranges["B"]),
                                   "C": (c_access, ranges["C"])})
@@ -234,6 +244,9 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     guards += _zero_skip_guards(canon, scope, conv, ev, dtype, a_acc, b_acc, ranges, alpha)
     side = tuple(side_statement(entry, scope, ev, ranges, dtype, {
         "A": a_acc, "B": b_acc, "C": c_access}, guards) for entry in canon.side)
+    if canon.side:          # statements split off the nest run apart: what they read, too
+        guards += _memory_read_guards([entry.statement for entry in canon.side], scope, facts,
+                                      c_access, ranges, dtype)
     if canon.load_c_when is not None and init is not CInit.SCALE:
         raise NotGemm(f"the choice on {canon.load_c_when} does not decide how C is updated")
     guards = simplify_guards(guards, size_exprs, (m_var, n_var, k_var))
@@ -425,6 +438,35 @@ def _check_invariants(nest: LoopNest, ev: Evaluator, facts: FunctionFacts, scope
         t = scope.type_of(name)
         if t is not None and ctype.is_volatile(t):
             raise NotGemm(f"'{name}' is volatile")
+
+
+def _loop_variables(outer: c_ast.For) -> set[str]:
+    """The variables the for loops of a nest step."""
+    names = set()
+    for node in _walk_fors(outer):
+        init = node.init
+        if isinstance(init, c_ast.Assignment) and isinstance(init.lvalue, c_ast.ID):
+            names.add(init.lvalue.name)
+        elif isinstance(init, c_ast.DeclList):
+            names.update(d.name for d in init.decls if d.name)
+    return names
+
+
+def _walk_fors(node: c_ast.Node):
+    if isinstance(node, c_ast.For):
+        yield node
+    for _, child in node.children():
+        yield from _walk_fors(child)
+
+
+def _memory_read_guards(statements, scope: Scope, facts: FunctionFacts, c_access: Access,
+                        ranges: dict, dtype: DType) -> list[Guard]:
+    """Checks that C does not overlap the scalars `statements` read through memory (members,
+    values behind pointers, globals): they run before or after the whole GEMM, not between the
+    elements of C the original computes before and after them."""
+    names, members = memory_symbols(statements)
+    return scalar_alias_guards(names, {symbol_text(m) for m in members if scope.is_bitfield(m)},
+                               facts, scope, c_access, ranges, dtype)
 
 
 def _check_factors(nest: LoopNest, ev: Evaluator, iterators: list[str]) -> None:

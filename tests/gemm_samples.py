@@ -203,6 +203,7 @@ SAMPLES: tuple[Sample, ...] = (
     )),
     Sample("program_local_arrays.c", (), not_replaced=4, extra_replaced=2),
     Sample("program_hoisted_reads.c", (), not_replaced=5, extra_replaced=3),
+    Sample("program_epilogue_state.c", (), not_replaced=5, extra_replaced=3),
     Sample("struct_matrix.c", (GemmFunc("matrix_mul_add", "f64", builder="struct"),)),
     Sample("beta_zero_literal.c", (
         GemmFunc("sgemm_beta0", "f32", ("M", "N", "K", "C", "A", "B"), op="beta0"),

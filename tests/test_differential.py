@@ -318,7 +318,8 @@ def test_empty_product_with_null_matrices(builds, file, name, bug) -> None:
 # -- whole programs: the rewritten program prints what the original prints ------------------------
 
 PROGRAMS = [("with_headers.c", ("37",)), ("with_headers.c", ("64",)),
-            ("program_local_arrays.c", ()), ("program_hoisted_reads.c", ())]
+            ("program_local_arrays.c", ()), ("program_hoisted_reads.c", ()),
+            ("program_epilogue_state.c", ())]
 
 
 @pytest.mark.parametrize("target", ["generic", PRIMARY] if PRIMARY != "generic" else ["generic"])
