@@ -41,6 +41,10 @@ class Remark:
     details: tuple[tuple[str, object], ...] = ()   # extra report fields (sizes, layouts, kernel)
 
     def message(self) -> str:
+        from kernelfarer.scan import plain_names     # names beyond ASCII as the user wrote them
+        return plain_names(self._message())
+
+    def _message(self) -> str:
         if self.replaced:
             d = dict(self.details)
             guards = len(d.get("guards", ()))

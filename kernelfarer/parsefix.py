@@ -14,6 +14,7 @@ is never taken for pure arithmetic), a label whose address is taken counts as a 
   `__kf_computed_goto(p);`;
 - GNU case ranges `case a ... b:` become `case a:` (a switch is never rewritten), range
   designators `[a ... b] = x` become `[a] = x`;
+- identifiers beyond ASCII are escaped (`ascii_name`; `plain_names` spells them back);
 - C23 attributes `[[...]]` are dropped; `x ?: y` becomes `x ? 0 : y` (a conditional expression
   is never part of a rewritten nest).
 
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from pycparser import c_ast, c_parser
 
 from kernelfarer.diagnostics import KernelfarerError, SourceLocation
-from kernelfarer.scan import Token, tokenize
+from kernelfarer.scan import Token, ascii_name, tokenize
 
 _ASM = {"asm", "__asm__", "__asm"}
 _ASM_QUALIFIERS = {"volatile", "__volatile__", "__volatile", "inline", "__inline__", "__inline",
@@ -121,11 +122,14 @@ def for_parser(text: str) -> str:
                 out.append(text[tok.end:tokens[dots].offset])
                 pos = tokens[j].offset
                 i = j - 1
+        elif tok.kind == "ident" and not tok.text.isascii():
+            out.append(ascii_name(tok.text))
         else:
             out.append(text[tok.offset:tok.end])
         i += 1
     out.append(_blank(text[pos:]))
     return "".join(out)
+
 
 
 def _attribute_end(tokens: list[Token], i: int) -> int | None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from kernelfarer import emit, frontend, hygiene, targets
 from kernelfarer.diagnostics import KernelfarerError, Remark, SourceLocation
 from kernelfarer.plan import THREADS_AUTO, KernelPlan, make_dispatch_plan, make_plan
-from kernelfarer.scan import identifiers
+from kernelfarer.scan import identifiers, plain_names
 from kernelfarer.spec import CInit, GemmSpec
 from kernelfarer.toolchain import clang_path
 from kernelfarer.unit import find_candidates
@@ -66,6 +66,9 @@ class _Edit:
     start: int
     end: int
     text: str
+
+    def __post_init__(self) -> None:       # names beyond ASCII as the user spells them
+        object.__setattr__(self, "text", plain_names(self.text))
 
 
 def rewrite_file(path: str, options: RewriteOptions = RewriteOptions(), *,

@@ -100,3 +100,18 @@ def identifiers(text: str) -> frozenset[str]:
     words of its directives and a few number suffixes (`1.f`) — a superset, found about ten
     times faster than by `tokenize`, for when only the names matter (which names are taken)."""
     return frozenset(_WORD.findall(_NOT_CODE.sub(" ", text)))
+
+
+# Identifiers with characters beyond ASCII (C99 allows them; pycparser's lexer does not): spelled
+# with an escape for the analysis, and spelled back in what is generated (`plain_names`).
+_ESCAPED = re.compile(r"_kfU([0-9a-f]{6})_")
+
+
+def ascii_name(name: str) -> str:
+    return "".join(c if c.isascii() else f"_kfU{ord(c):06x}_" for c in name)
+
+
+def plain_names(text: str) -> str:
+    """`text` (generated from the analysis) with the identifiers `ascii_name` escaped spelled as
+    the user wrote them."""
+    return _ESCAPED.sub(lambda m: chr(int(m[1], 16)), text) if "_kfU" in text else text

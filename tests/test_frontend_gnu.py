@@ -78,6 +78,7 @@ CONSTRUCTS = {
     "int128_typedefs": "__int128_t w(__uint128_t x) { return (__int128_t)x; }",
     "bitint": "_BitInt(37) bits37(_BitInt(37) x) { return x + 1; }",
     "fp16_storage": "float widen(const __fp16 *h, int i) { return (float)h[i]; }",
+    "non_ascii_identifiers": "float l\u00e4nge(float gr\u00f6\u00dfe) { return gr\u00f6\u00dfe * 2; }",
 }
 
 
@@ -214,3 +215,17 @@ def test_line_directives_of_the_file(directive, replaced, tmp_path):
         (remark,) = [r for r in result.remarks if r.kind == "function"]
         assert remark.location.line == 2 and "#line directive" in remark.message()
         assert result.text == text
+
+
+def test_non_ascii_names_in_a_rewritten_nest(tmp_path):
+    """Names beyond ASCII (C99) in the nest itself: the generated call spells them as written."""
+    gemm = GEMM.replace("A", "M\u00e4").replace("B", "B\u00f6")
+    src, result = _rewrite(tmp_path, gemm)
+    assert result.replaced == 1, [r.message() for r in result.remarks]
+    assert "M\u00e4" in result.text and "_kfU" not in result.text
+    assert "M\u00e4" in result.remarks[0].message()
+    out = tmp_path / "out.c"
+    out.write_text(result.text)
+    done = subprocess.run(["clang-19", "-O1", "-c", str(out), "-o", str(tmp_path / "out.o")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
