@@ -145,9 +145,7 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
         if first is not None:
             location = SourceLocation(location.file, location.line, source.tokens[first].column)
         if span is None or func_start is None:
-            remarks.append(Remark(location, "gemm", False,
-                                  "the nest's text could not be located in the source "
-                                  "(it comes from a macro expansion)"))
+            remarks.append(Remark(location, "gemm", False, _unlocated(source, cand.node, first)))
             continue
         if cand.pragmas:
             span = _with_leading_pragmas(source, first, span)
@@ -245,6 +243,25 @@ def _with_leading_pragmas(source: frontend.SourceText, first: int, span: fronten
             break
         start -= 1
     return frontend.Span(source.tokens[start].offset, span.end)
+
+
+def _unlocated(source, node, first: int | None) -> str:
+    """Why the text of a nest the parser saw cannot be found in the file."""
+    lines = [n.coord.line for n in _nodes(node) if getattr(n, "coord", None) is not None
+             and source.is_here(n.coord)]
+    if first is not None and lines:
+        inside = [t for t in source.tokens if t.kind == "directive"
+                  and min(lines) <= t.line <= max(lines)]
+        if inside:
+            return (f"the nest holds a preprocessor directive ('{inside[0].text.split()[0]}' at "
+                    f"line {inside[0].line}): its text is not the code the compiler sees")
+    return "the nest's text could not be located in the source (it comes from a macro expansion)"
+
+
+def _nodes(node):
+    yield node
+    for _, child in node.children():
+        yield from _nodes(child)
 
 
 def _tile_rule(plan) -> str:

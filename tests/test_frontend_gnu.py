@@ -229,3 +229,13 @@ def test_non_ascii_names_in_a_rewritten_nest(tmp_path):
     done = subprocess.run(["clang-19", "-O1", "-c", str(out), "-o", str(tmp_path / "out.o")],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_nest_holding_a_directive_says_so(tmp_path):
+    """A nest whose text holds an #ifdef is not what the compiler sees: left alone, and the
+    remark names the directive rather than a macro expansion."""
+    gemm = GEMM.replace("            for (int k", "#ifdef NOTHING\n#endif\n            for (int k")
+    _, result = _rewrite(tmp_path, gemm)
+    assert result.replaced == 0
+    (remark,) = [r for r in result.remarks if r.kind == "gemm"]
+    assert "preprocessor directive ('#ifdef'" in remark.message()
