@@ -180,6 +180,7 @@ def parse_loop(node: c_ast.For, scope: Scope, outer_vars: list[str],
     """A canonical counted loop ``for (v = lo; v < hi; v++)`` (also <=, ++v, v += 1, v = v + 1).
     `values` gives the value of names set by side assignments before the loop."""
     var, lower_node, declared = _loop_init(node, scope)
+    values = _init_values(node, scope, outer_vars + [var], values)
     var_type = scope.type_of(var)
     if not isinstance(var_type, Scalar) or var_type.kind != "int":
         raise NotGemm(f"loop variable '{var}' is not an integer")
@@ -218,9 +219,63 @@ def parse_loop(node: c_ast.For, scope: Scope, outer_vars: list[str],
                 compare_type=compare)
 
 
+def _init_values(node: c_ast.For, scope: Scope, loop_vars: list[str],
+                 values: dict[str, c_ast.Node] | None) -> dict[str, c_ast.Node] | None:
+    """`for (int i = 0, e = m; i < e; i++)`: the names the initialization declares after the loop
+    variable stand for their values in the bounds (`values`), when the loop never sets them and
+    each holds its value unchanged (its type as wide as the value's, the same signedness)."""
+    init = node.init
+    if not isinstance(init, c_ast.DeclList) or len(init.decls) < 2:
+        return values
+    out = dict(values or {})
+    changed = _assigned_names(node.stmt) | _assigned_names(node.next)
+    used = _names(node.stmt) | _names(node.next)
+    for decl in init.decls[1:]:
+        if decl.name in used:       # the fast path's call, before the loops, could not name it
+            raise NotGemm(f"'{decl.name}', declared in the loop's initialization, is used in its "
+                          "body")
+        if decl.init is None or decl.name in changed:
+            raise NotGemm(f"'{decl.name}', declared in the loop's initialization, is not a bound "
+                          "the loop keeps")
+        scope.declare(decl)
+        held = scope.type_of(decl.name)
+        try:
+            given = IndexConverter(scope, loop_vars, out).type_of(decl.init)
+        except NotAffine as exc:
+            raise NotGemm(f"'{decl.name}' = {exc}") from None
+        if not isinstance(held, Scalar) or held.kind != "int" or held.signed != given.signed \
+                or held.bits < given.bits:
+            raise NotGemm(f"'{decl.name}' does not hold its initial value unchanged")
+        out[decl.name] = decl.init
+    return out
+
+
+def _names(node: c_ast.Node | None) -> set[str]:
+    if node is None:
+        return set()
+    found = {node.name} if isinstance(node, c_ast.ID) else set()
+    for _, child in node.children():
+        found |= _names(child)
+    return found
+
+
+def _assigned_names(node: c_ast.Node | None) -> set[str]:
+    if node is None:
+        return set()
+    found = set()
+    if isinstance(node, c_ast.Assignment) and isinstance(node.lvalue, c_ast.ID):
+        found.add(node.lvalue.name)
+    if isinstance(node, c_ast.UnaryOp) and node.op in ("++", "--", "p++", "p--", "&") \
+            and isinstance(node.expr, c_ast.ID):
+        found.add(node.expr.name)
+    for _, child in node.children():
+        found |= _assigned_names(child)
+    return found
+
+
 def _loop_init(node: c_ast.For, scope: Scope) -> tuple[str, c_ast.Node, bool]:
     init = node.init
-    if isinstance(init, c_ast.DeclList) and len(init.decls) == 1 and init.decls[0].init is not None:
+    if isinstance(init, c_ast.DeclList) and len(init.decls) >= 1 and init.decls[0].init is not None:
         decl = init.decls[0]
         scope.declare(decl)
         return decl.name, decl.init, True

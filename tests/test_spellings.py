@@ -90,6 +90,16 @@ void sgemm_counter(int m, int n, int k, const float *a, const float *b, float *c
 }
 """
 
+BOUNDS_IN_INIT = """
+void sgemm_bounds_in_init(int m, int n, int k, const float *a, const float *b, float *c)
+{
+    for (int i = 0, rows = m; i < rows; ++i)
+        for (int j = 0, cols = n; j < cols; ++j)
+            for (int p = 0, depth = k; p < depth; ++p)
+                c[i * n + j] += a[i * k + p] * b[p * n + j];
+}
+"""
+
 STRUCTS = """
 typedef struct { int rows, cols, stride; float *data; } Matrix;
 struct params { float alpha; int n; };
@@ -328,6 +338,10 @@ CASES = {
                                          "const float *, float *);", "float",
                         lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
                                          ("T*", m, n)]),
+    "bounds_in_init": (BOUNDS_IN_INIT, "void sgemm_bounds_in_init(int, int, int, const float *, "
+                                       "const float *, float *);", "float",
+                       lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                        ("T*", m, n)]),
     "structs": (STRUCTS, "void run_structs(int, int, int, float *, float *, float *);", "float",
                 lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
                                  ("T*", m, n)]),
