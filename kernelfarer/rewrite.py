@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from dataclasses import dataclass, field, replace
 
@@ -147,6 +148,10 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
         if span is None or func_start is None:
             remarks.append(Remark(location, "gemm", False, _unlocated(source, cand.node, first)))
             continue
+        directive = _conditional_inside(source, first, span)
+        if directive is not None:        # the text holds code the compiler does not see
+            remarks.append(Remark(location, "gemm", False, _holds_directive(directive)))
+            continue
         if cand.pragmas:
             span = _with_leading_pragmas(source, first, span)
         spec = cand.spec
@@ -253,9 +258,27 @@ def _unlocated(source, node, first: int | None) -> str:
         inside = [t for t in source.tokens if t.kind == "directive"
                   and min(lines) <= t.line <= max(lines)]
         if inside:
-            return (f"the nest holds a preprocessor directive ('{inside[0].text.split()[0]}' at "
-                    f"line {inside[0].line}): its text is not the code the compiler sees")
+            return _holds_directive(inside[0])
     return "the nest's text could not be located in the source (it comes from a macro expansion)"
+
+
+def _holds_directive(tok) -> str:
+    return (f"the nest holds a preprocessor directive ('{tok.text.split()[0]}' at line "
+            f"{tok.line}): its text is not the code the compiler sees")
+
+
+_CONDITIONAL = re.compile(r"#\s*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif|define|undef|"
+                          r"include|line|\d)\b")
+
+
+def _conditional_inside(source, first: int, span) -> object | None:
+    """The first directive other than a #pragma in the nest's text (an #if 0 branch, say)."""
+    for tok in source.tokens[first:]:
+        if tok.offset >= span.end:
+            return None
+        if tok.kind == "directive" and _CONDITIONAL.match(tok.text):
+            return tok
+    return None
 
 
 def _nodes(node):
@@ -309,10 +332,12 @@ def _command_line_macros(cppflags: tuple[str, ...]) -> frozenset[str]:
 def _shield_from_macros(code: str, macros: frozenset[str]) -> str:
     """The support code is inserted after the user's own #defines: an identifier of ours that the
     user defined as a macro (say `#define n 1024`) is saved, undefined and restored around it.
-    Reserved names (leading underscore) belong to the implementation and are left alone.  The
+    Reserved names (leading underscore) belong to the implementation and are left alone, and so
+    are kernelfarer's own switches (-DKERNELFARER_TRACE, ..._ALWAYS_FAST).  The
     #ifdef around each #undef counts as a use of the macro for -Wunused-macros (which would
     otherwise report a macro undefined before the user's code uses it)."""
-    ours = {name for name in identifiers(code) if not name.startswith("_")}
+    ours = {name for name in identifiers(code)
+            if not name.startswith(("_", "KERNELFARER_"))}    # our own switches are meant for it
     clash = sorted(ours & macros)
     if not clash:
         return code

@@ -918,6 +918,17 @@ def test_a_source_under_a_non_ascii_directory(mm, tmp_path):
     assert " kf_" in _symbols(mm / "mm.o")
 
 
+@pytest.mark.parametrize("split", ["1", "0"])
+def test_trace_counters_through_the_wrapper(mm, tmp_path, split):
+    """-DKERNELFARER_TRACE is kernelfarer's own switch: never shielded from the support code,
+    whose counters the call sites then find (split or not)."""
+    environ = env(KERNELFARER_PROFILE_DIR=str(tmp_path / "profile"), KERNELFARER_SPLIT=split)
+    done = kfcc(CLANG, "-O2", "-DKERNELFARER_TRACE", "-c", "src/mm.c", "-o", "mm.o", cwd=mm,
+                environ=environ)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert "kernelfarer_fast_path_calls" in _symbols(mm / "mm.o")
+
+
 def test_a_source_of_another_suffix_compiled_as_c(mm, tmp_path):
     """`-x c` on a file named otherwise (a unity build's .inc): it is preprocessed as C too."""
     (mm / "src" / "mm.inc").write_text(MM_C)

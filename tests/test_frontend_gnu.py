@@ -239,3 +239,15 @@ def test_a_nest_holding_a_directive_says_so(tmp_path):
     assert result.replaced == 0
     (remark,) = [r for r in result.remarks if r.kind == "gemm"]
     assert "preprocessor directive ('#ifdef'" in remark.message()
+
+
+def test_a_nest_whose_body_is_chosen_by_if_0_is_left_alone(tmp_path):
+    """`#if 0 ... #else body #endif` inside the nest: the parser sees the active branch, the text
+    holds both; the nest is left alone (it used to be cut inside the inactive branch)."""
+    gemm = GEMM.replace("                C[i * n + j] += A[i * n + k] * B[k * n + j];",
+                        "#if 0\n                C[i * n + j] = 0;\n#else\n"
+                        "                C[i * n + j] += A[i * n + k] * B[k * n + j];\n#endif")
+    _, result = _rewrite(tmp_path, gemm)
+    assert result.replaced == 0 and result.text == gemm
+    (remark,) = [r for r in result.remarks if r.kind == "gemm"]
+    assert "preprocessor directive ('#if'" in remark.message()
