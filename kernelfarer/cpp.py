@@ -82,8 +82,8 @@ def user_code(text: str) -> list[str]:
     """The tokens of a preprocessed text that come from the user's own files (not from system
     headers, line marker flag 3, nor from the compiler's built-in lines), directives with their
     spaces collapsed, string literals without their text (__FILE__ is "./k.h" to clang and "k.h"
-    to gcc): what two preprocessors must agree on for one's analysis to hold for the other's
-    compile."""
+    to gcc), integers by value and type: what two preprocessors must agree on for one's analysis
+    to hold for the other's compile."""
     from kernelfarer.scan import tokenize
     out: list[str] = []
     own = True
@@ -104,8 +104,72 @@ def user_code(text: str) -> list[str]:
             continue
         if own:
             out += [" ".join(t.text.split()) if t.kind == "directive" else
-                    '""' if t.kind == "string" else t.text for t in tokenize(chunk)]
+                    '""' if t.kind == "string" else _number(t.text) if t.kind == "number" else
+                    t.text for t in tokenize(chunk)]
+    return _without_loopless_bodies(out)
+
+
+SHORT_BODY = 64     # tokens
+
+
+def _without_loopless_bodies(tokens: list[str]) -> list[str]:
+    """`tokens` with the bodies of functions that cannot hold a nest of three loops emptied (but
+    short ones, which an epilogue may call): what they expand (DBL_EPSILON is
+    `((double)2.22...e-16L)` to gcc) changes no rewrite."""
+    out: list[str] = []
+    level = 0               # of the braces outside function bodies (structs, initializers)
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok == "{" and level == 0 and out and out[-1] in (")", ";"):
+            depth, j = 0, i
+            while j < len(tokens):
+                depth += tokens[j] == "{"
+                depth -= tokens[j] == "}"
+                if depth == 0:
+                    break
+                j += 1
+            body = tokens[i:j + 1]
+            # short bodies stay: an epilogue's helper is read for its purity
+            if len(body) > SHORT_BODY and sum(t in ("for", "while", "do") for t in body) < 3:
+                body = ["{", "}"]
+            out += body
+            i = j + 1
+            continue
+        level += (tok == "{") - (tok == "}")
+        out.append(tok)
+        i += 1
     return out
+
+
+def _number(text: str) -> str:
+    """A number by its value and type (INT_MAX is 0x7fffffff to gcc and 2147483647 to clang, the
+    same int; FLT_MAX has more digits to gcc, the same float); as written if it cannot say."""
+    low = text.lower()
+    if low.startswith("0x") or not any(c in low for c in ".ep"):
+        body = text.rstrip("uUlL")
+        suffix = "".join(sorted(text[len(body):].lower()))
+        try:
+            value = int(body, 8) if len(body) > 1 and body[0] == "0" and body.isdigit() else \
+                int(body, 0)
+        except ValueError:
+            return text
+        # past its suffix's signed type, a decimal is the next wider one, a hex one unsigned
+        limit = 0x7FFFFFFFFFFFFFFF if "l" in suffix else 0x7FFFFFFF
+        past = "u" not in suffix and value > limit
+        return f"{value}{suffix}" + (("d" if body.isdigit() else "x") if past else "")
+    body = text.rstrip("fFlL")
+    suffix = text[len(body):].lower()
+    if suffix not in ("", "f") or low.startswith("0x"):
+        return text
+    try:
+        value = float(body)
+    except ValueError:
+        return text
+    if suffix == "f":
+        import struct
+        value = struct.unpack("f", struct.pack("f", value))[0]
+    return f"{value!r}{suffix}"
 
 
 _MARKER = re.compile(r'^(#(?:line)? \d+ "[^\n]*"[^\n]*)$', re.M)

@@ -938,6 +938,38 @@ def test_a_source_of_another_suffix_compiled_as_c(mm, tmp_path):
     assert " kf_" in _symbols(mm / "mm.o")
 
 
+LIMITS = """\
+#include <float.h>
+#include <limits.h>
+#include <stdint.h>
+int limits_hold(int x)
+{
+    int y = INT_MAX > 0 && LONG_MAX > 0 && UINT_MAX > 0 && INT32_MAX > 0 && SIZE_MAX > 0;
+    y += FLT_MAX > 0 && CHAR_BIT == 8 && x > 0;
+    y += DBL_EPSILON > 0 && INT16_MIN < 0 && UINT8_MAX > 0 && x < 9;
+    return y + (LLONG_MAX > 0 && SCHAR_MIN < 0 && SHRT_MAX > 0 && x != 3);
+}
+void mm(int n, const float *a, const float *b, float *c)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            for (int k = 0; k < n; k++)
+                c[i * n + j] += a[i * n + k] * b[k * n + j];
+}
+"""
+
+
+@pytest.mark.skipif(GCC is None, reason="no gcc")
+def test_gcc_builds_of_files_using_the_limits_macros_are_rewritten(tmp_path):
+    """gcc and clang spell INT_MAX, LONG_MAX, FLT_MAX... differently (0x7fffffff, 2147483647):
+    the same values of the same types, which the comparison of the two preprocessors allows."""
+    (tmp_path / "limits.c").write_text(LIMITS)
+    environ = env(KERNELFARER_PROFILE_DIR=str(tmp_path / "profile"))
+    done = kfcc(GCC, "-O2", "-c", "limits.c", "-o", "limits.o", cwd=tmp_path, environ=environ)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert " kf_" in _symbols(tmp_path / "limits.o")
+
+
 @pytest.mark.skipif(GCC is None, reason="no gcc")
 def test_a_file_gcc_preprocesses_otherwise_is_compiled_unchanged(tmp_path):
     """The analysis preprocesses with clang; a file that gcc preprocesses to other code (types
