@@ -205,6 +205,11 @@ class CommandLineError(Exception):
     """A response file that cannot be read or tokenized."""
 
 
+# -Wp,-Dname[=value],-Uname...: only macros for the preprocessor, kept (any other -Wp, passes
+# the command through: -Wp,-MD,file writes a dependency file of its own).
+_WP_DEFINES = Flag("-Wp,", Form.JOINED, Role.KEEP, cpp=True)
+
+
 def lookup(word: str) -> Flag | None:
     """The table entry for an option word, or None when the table does not know it."""
     flag = _EXACT.get(word)
@@ -345,6 +350,9 @@ def parse(argv: list[str], *, allow_assembly: bool = False) -> Command:
             if flag.form in (Form.JOINED, Form.JOINED_OR_SEPARATE):
                 value = word[len(flag.spelling):]
             consumed = 1
+        if flag.spelling == "-Wp," and value and all(
+                part.startswith(("-D", "-U")) and len(part) > 2 for part in value.split(",")):
+            flag = _WP_DEFINES          # defines for the preprocessor (Fedora's -Wp,-D_FORTIFY_...)
         roles.add(flag.role)
         cmd.spans.append((i, consumed, flag.spelling))
         if flag.role is Role.PASS:

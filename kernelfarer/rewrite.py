@@ -324,8 +324,9 @@ def _command_line_macros(cppflags: tuple[str, ...]) -> frozenset[str]:
     for k, word in enumerate(cppflags):
         if word in ("-D", "-U") and k + 1 < len(cppflags):
             word = word + cppflags[k + 1]
-        if word.startswith(("-D", "-U")) and len(word) > 2:
-            names.append(word[2:].split("=", 1)[0].split("(", 1)[0].strip())
+        for part in word[4:].split(",") if word.startswith("-Wp,") else [word]:
+            if part.startswith(("-D", "-U")) and len(part) > 2:
+                names.append(part[2:].split("=", 1)[0].split("(", 1)[0].strip())
     return frozenset(name for name in names if name)
 
 

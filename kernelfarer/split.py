@@ -46,8 +46,7 @@ NOT_FOR_SUPPORT = frozenset({"-o", "-MD", "-MMD", "-MF", "-MT", "-MQ", "-MP", "-
 # parts must see the whole file, or it is built for another machine or through a launcher).
 NO_SPLIT = ("-flto", "-ffat-lto", "-fembed-bitcode", "-emit-llvm", "-save-temps", "--coverage",
             "-fprofile", "-ftest-coverage", "-fcoverage", "-pg", "-fsanitize", "-m16", "-m32",
-            "-mx32", "--target", "-target", "-B", "-gsplit-dwarf", "-fdump", "-fsave-optimization",
-            "-Wp,")
+            "-mx32", "--target", "-target", "-B", "-gsplit-dwarf", "-fdump", "-fsave-optimization")
 
 
 # Options that change what a compile says, never the object it writes: left out of the support

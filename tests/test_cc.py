@@ -929,6 +929,20 @@ def test_trace_counters_through_the_wrapper(mm, tmp_path, split):
     assert "kernelfarer_fast_path_calls" in _symbols(mm / "mm.o")
 
 
+def test_preprocessor_defines_given_through_wp(mm, tmp_path):
+    """Distributions' default flags hold -Wp,-D_FORTIFY_SOURCE=2: defines for the preprocessor,
+    which do not stop a rewrite (a -Wp, with anything else passes the command through)."""
+    environ = env(KERNELFARER_PROFILE_DIR=str(tmp_path / "profile"))
+    done = kfcc(CLANG, "-O2", "-Wp,-D_FORTIFY_SOURCE=2,-DUNUSED_NAME=1", "-c", "src/mm.c", "-o",
+                "mm.o", cwd=mm, environ=environ)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert " kf_" in _symbols(mm / "mm.o")
+    assert run([CLANG, "mm.o", "-o", "fast"], mm).returncode == 0
+    assert run([CLANG, "-O2", "src/mm.c", "-o", "plain"], mm).returncode == 0
+    assert run([mm / "fast"], mm, quiet_stdout=False).stdout == \
+        run([mm / "plain"], mm, quiet_stdout=False).stdout
+
+
 def test_a_source_of_another_suffix_compiled_as_c(mm, tmp_path):
     """`-x c` on a file named otherwise (a unity build's .inc): it is preprocessed as C too."""
     (mm / "src" / "mm.inc").write_text(MM_C)
