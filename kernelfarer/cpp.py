@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 import subprocess
 
 from kernelfarer.diagnostics import KernelfarerError, SourceLocation
@@ -167,7 +168,6 @@ def _number(text: str) -> str:
     except ValueError:
         return text
     if suffix == "f":
-        import struct
         value = struct.unpack("f", struct.pack("f", value))[0]
     return f"{value!r}{suffix}"
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pycparser import c_ast
+
 from kernelfarer.access import Access
-from kernelfarer.affine import IndexConverter, NotAffine, Poly
+from kernelfarer.affine import IndexConverter, NotAffine, Poly, is_deref, symbol_text
 from kernelfarer.ctype import Scalar, Scope
 from kernelfarer.nest import LoopNest, NotGemm
 from kernelfarer.spec import SIZE_NAMES, Guard
@@ -165,8 +167,6 @@ def memory_symbols(statements) -> tuple[set[str], set]:
     `p->f`) and values behind named pointers (`*p`), as symbol_text spells them (for
     scalar_alias_guards, which keeps those a store to C could change), and the member nodes (for
     bit-fields).  A read through any other pointer expression (`*(p + 1)`) is refused."""
-    from kernelfarer.affine import is_deref, symbol_text
-    from pycparser import c_ast
     names: set[str] = set()
     members: list = []
 

@@ -13,6 +13,7 @@ from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
 from kernelfarer.affine import IndexConverter, NotAffine, Poly
+from kernelfarer.canon_base import names_in
 from kernelfarer.ctype import Scalar, Scope
 
 
@@ -228,15 +229,13 @@ def _init_values(node: c_ast.For, scope: Scope, loop_vars: list[str],
     if not isinstance(init, c_ast.DeclList) or len(init.decls) < 2:
         return values
     out = dict(values or {})
-    changed = _assigned_names(node.stmt) | _assigned_names(node.next)
-    used = _names(node.stmt) | _names(node.next)
+    used = names_in(node.stmt) | names_in(node.next)    # (what sets it uses it too)
     for decl in init.decls[1:]:
         if decl.name in used:       # the fast path's call, before the loops, could not name it
             raise NotGemm(f"'{decl.name}', declared in the loop's initialization, is used in its "
                           "body")
-        if decl.init is None or decl.name in changed:
-            raise NotGemm(f"'{decl.name}', declared in the loop's initialization, is not a bound "
-                          "the loop keeps")
+        if decl.init is None:
+            raise NotGemm(f"'{decl.name}', declared in the loop's initialization, has no value")
         scope.declare(decl)
         held = scope.type_of(decl.name)
         try:
@@ -248,29 +247,6 @@ def _init_values(node: c_ast.For, scope: Scope, loop_vars: list[str],
             raise NotGemm(f"'{decl.name}' does not hold its initial value unchanged")
         out[decl.name] = decl.init
     return out
-
-
-def _names(node: c_ast.Node | None) -> set[str]:
-    if node is None:
-        return set()
-    found = {node.name} if isinstance(node, c_ast.ID) else set()
-    for _, child in node.children():
-        found |= _names(child)
-    return found
-
-
-def _assigned_names(node: c_ast.Node | None) -> set[str]:
-    if node is None:
-        return set()
-    found = set()
-    if isinstance(node, c_ast.Assignment) and isinstance(node.lvalue, c_ast.ID):
-        found.add(node.lvalue.name)
-    if isinstance(node, c_ast.UnaryOp) and node.op in ("++", "--", "p++", "p--", "&") \
-            and isinstance(node.expr, c_ast.ID):
-        found.add(node.expr.name)
-    for _, child in node.children():
-        found |= _assigned_names(child)
-    return found
 
 
 def _loop_init(node: c_ast.For, scope: Scope) -> tuple[str, c_ast.Node, bool]:

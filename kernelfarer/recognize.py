@@ -17,6 +17,7 @@ from pycparser import c_ast, c_generator
 from kernelfarer import ctype
 from kernelfarer.access import Access, flatten_access, row_stride_symbol
 from kernelfarer.affine import IndexConverter, NotAffine, Poly, symbol_text
+from kernelfarer.canon_base import walk
 from kernelfarer.canonical import Canonical
 from kernelfarer.ctype import Scalar, Scope
 from kernelfarer.diagnostics import SourceLocation
@@ -181,7 +182,8 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     hoisted = ev.scalar_params | ev.conv.params
     for lp in nest.loops:
         hoisted |= (lp.lower.symbols() | lp.upper.symbols()) - set(iterators)
-    bitfields = {symbol_text(node) for node in _member_accesses(outer) if scope.is_bitfield(node)}
+    bitfields = {symbol_text(node) for node in walk(outer)
+                 if isinstance(node, c_ast.StructRef) and scope.is_bitfield(node)}
     guards += scalar_alias_guards(hoisted, bitfields, facts, scope, c_access, ranges, dtype)
     guards += wrap_guards(conv, loops, scope)
     setup = []
@@ -443,20 +445,13 @@ def _check_invariants(nest: LoopNest, ev: Evaluator, facts: FunctionFacts, scope
 def _loop_variables(outer: c_ast.For) -> set[str]:
     """The variables the for loops of a nest step."""
     names = set()
-    for node in _walk_fors(outer):
+    for node in (n for n in walk(outer) if isinstance(n, c_ast.For)):
         init = node.init
         if isinstance(init, c_ast.Assignment) and isinstance(init.lvalue, c_ast.ID):
             names.add(init.lvalue.name)
         elif isinstance(init, c_ast.DeclList):
             names.update(d.name for d in init.decls if d.name)
     return names
-
-
-def _walk_fors(node: c_ast.Node):
-    if isinstance(node, c_ast.For):
-        yield node
-    for _, child in node.children():
-        yield from _walk_fors(child)
 
 
 def _memory_read_guards(statements, scope: Scope, facts: FunctionFacts, c_access: Access,
@@ -478,18 +473,6 @@ def _check_factors(nest: LoopNest, ev: Evaluator, iterators: list[str]) -> None:
         what = "a loop variable" if changed[0] in iterators else "set in the nest"
         raise NotGemm(f"'{changed[0]}' ({what}) is read as a factor of the product or of C: "
                       "its value changes from one element to the next")
-
-
-def _member_accesses(node: c_ast.Node):
-    """The member accesses (s.f, p->f) under `node` whose base is a name or member chain."""
-    if isinstance(node, c_ast.StructRef):
-        try:
-            symbol_text(node)
-            yield node
-        except NotAffine:
-            pass
-    for _, child in node.children():
-        yield from _member_accesses(child)
 
 
 def _names_in(node: c_ast.Node) -> set[str]:

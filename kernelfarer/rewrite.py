@@ -8,6 +8,7 @@ import subprocess
 from dataclasses import dataclass, field, replace
 
 from kernelfarer import emit, frontend, hygiene, targets
+from kernelfarer.canon_base import walk
 from kernelfarer.diagnostics import KernelfarerError, Remark, SourceLocation
 from kernelfarer.plan import THREADS_AUTO, KernelPlan, make_dispatch_plan, make_plan
 from kernelfarer.scan import identifiers, plain_names
@@ -252,7 +253,7 @@ def _with_leading_pragmas(source: frontend.SourceText, first: int, span: fronten
 
 def _unlocated(source, node, first: int | None) -> str:
     """Why the text of a nest the parser saw cannot be found in the file."""
-    lines = [n.coord.line for n in _nodes(node) if getattr(n, "coord", None) is not None
+    lines = [n.coord.line for n in walk(node) if getattr(n, "coord", None) is not None
              and source.is_here(n.coord)]
     if first is not None and lines:
         inside = [t for t in source.tokens if t.kind == "directive"
@@ -279,12 +280,6 @@ def _conditional_inside(source, first: int, span) -> object | None:
         if tok.kind == "directive" and _CONDITIONAL.match(tok.text):
             return tok
     return None
-
-
-def _nodes(node):
-    yield node
-    for _, child in node.children():
-        yield from _nodes(child)
 
 
 def _tile_rule(plan) -> str:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from pycparser import c_ast
 
+from kernelfarer.canon_base import walk
 from kernelfarer.canonical import Context, canonicalize, min_functions
 from kernelfarer.classify import kind_of
 from kernelfarer.ctype import Scope, struct_key
@@ -82,8 +83,8 @@ def _function_facts(func: c_ast.FuncDef) -> FunctionFacts:
     visit(func.body, ())
     local_types = any(isinstance(n, c_ast.Typedef) or (isinstance(n, (c_ast.Struct, c_ast.Union,
                       c_ast.Enum)) and (n.decls if not isinstance(n, c_ast.Enum) else n.values))
-                      for n in _walk(func.body))
-    twice = sorted(n.name.name for n in _walk(func.body) if isinstance(n, c_ast.FuncCall)
+                      for n in walk(func.body))
+    twice = sorted(n.name.name for n in walk(func.body) if isinstance(n, c_ast.FuncCall)
                    and isinstance(n.name, c_ast.ID) and n.name.name in RETURNS_TWICE)
     return FunctionFacts(name=func.decl.name, assigned=frozenset(assigned),
                          address_taken=frozenset(address_taken), references=refs,
@@ -119,7 +120,7 @@ _OMP_KEPT = re.compile(r"^\s*omp\s+(?:parallel\s+for(?:\s+simd)?|simd)\b")
 
 def _check_openmp(node: c_ast.Node, before: c_ast.Node | None) -> None:
     pragmas = [before] if isinstance(before, c_ast.Pragma) else []
-    pragmas += [n for n in _walk(node) if isinstance(n, c_ast.Pragma)]
+    pragmas += [n for n in walk(node) if isinstance(n, c_ast.Pragma)]
     for pragma in pragmas:
         text = " ".join((pragma.string or "").split())
         if re.match(r"omp\b", text) and not _OMP_KEPT.match(text):
@@ -146,7 +147,7 @@ class _Walker:
     def function(self, func: c_ast.FuncDef, scope: Scope) -> None:
         self.func = func
         self.facts = _function_facts(func)
-        self.gotos = frozenset(n.name for n in _walk(func.body) if isinstance(n, c_ast.Goto))
+        self.gotos = frozenset(n.name for n in walk(func.body) if isinstance(n, c_ast.Goto))
         self.for_lines: dict[tuple[str, int], list[c_ast.Node]] = {}
         self._index_fors(func.body)
         scope.push()
@@ -238,12 +239,6 @@ class _Walker:
         parallel = id(node) in self.parallel_loops or _holds_omp_parallel(node)
         self.candidates.append(Candidate(node, self.func, location, rank, spec, "", pragmas,
                                          parallel))
-
-
-def _walk(node: c_ast.Node):
-    yield node
-    for _, child in node.children():
-        yield from _walk(child)
 
 
 def _depth(node: c_ast.Node) -> int:
