@@ -325,6 +325,11 @@ def _command_line_macros(cppflags: tuple[str, ...]) -> frozenset[str]:
     return frozenset(name for name in names if name)
 
 
+# Macros of the C library the support code uses as the library defines them (<errno.h>'s errno: a
+# threaded driver keeps the user's errno across the OpenMP runtime's start).
+_IMPLEMENTATION_MACROS = frozenset({"errno"})
+
+
 def _shield_from_macros(code: str, macros: frozenset[str]) -> str:
     """The support code is inserted after the user's own #defines: an identifier of ours that the
     user defined as a macro (say `#define n 1024`) is saved, undefined and restored around it.
@@ -333,7 +338,8 @@ def _shield_from_macros(code: str, macros: frozenset[str]) -> str:
     #ifdef around each #undef counts as a use of the macro for -Wunused-macros (which would
     otherwise report a macro undefined before the user's code uses it)."""
     ours = {name for name in identifiers(code)
-            if not name.startswith(("_", "KERNELFARER_"))}    # our own switches are meant for it
+            if not name.startswith(("_", "KERNELFARER_"))     # our own switches are meant for it
+            and name not in _IMPLEMENTATION_MACROS}
     clash = sorted(ours & macros)
     if not clash:
         return code

@@ -20,6 +20,8 @@ from conftest import CLANG, TRACE_FLAGS, run_cli
 GCC = shutil.which("gcc-12") or shutil.which("gcc")
 
 GEMMS = r"""
+#include <errno.h>      /* errno is a macro of the C library's that the threaded drivers use */
+
 void gemm_nn(int m, int n, int k, const float *a, const float *b, float *c)
 {
 #pragma omp parallel for
@@ -45,6 +47,7 @@ void gemm_nt(int m, int n, int k, const double *a, const double *b, double *c)
 # problems (the threaded path is the packed one), odd, one over and one under the tiny blocks;
 # with those, only the tall one is past the direct path (A's k block of 9 columns fits L2).
 HARNESS = r"""
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 void gemm_nn(int m, int n, int k, const float *a, const float *b, float *c);
@@ -102,17 +105,33 @@ static int check(int m, int n, int k, int nested)
     return bad;
 }
 
+/* The program's first OpenMP work is a threaded driver's: the runtime's start must not show in
+   the caller's errno (it sets ENOENT looking for a message catalog). */
+static int first_call_errno(void)
+{
+    const int n = 290;
+    double *a = calloc(n * n, sizeof(double)), *b = calloc(n * n, sizeof(double));
+    double *c = calloc(n * n, sizeof(double));
+    int seen;
+    errno = 0;
+    gemm_nt(n, n, n, a, b, c);
+    seen = errno;
+    free(a); free(b); free(c);
+    return seen;
+}
+
 int main(void)
 {
     static const int sizes[][3] = {{0, 300, 300}, {1, 1, 1}, {259, 263, 251}, {97, 389, 301},
                                    {301, 97, 389}, {49, 193, 8}, {47, 95, 10}, {290, 290, 290},
                                    {7301, 197, 31}};
-    int s, bad = 0;
+    int s, bad = 0, first_errno = first_call_errno();
     for (s = 0; s < (int)(sizeof sizes / sizeof sizes[0]); s++)
         bad += check(sizes[s][0], sizes[s][1], sizes[s][2], 0);
     for (s = 0; s < (int)(sizeof sizes / sizeof sizes[0]); s++)
         bad += check(sizes[s][0], sizes[s][1], sizes[s][2], 1);
-    printf("mismatches %d threaded %ld nested %ld\n", bad, threaded_calls(), nested_threaded);
+    printf("mismatches %d threaded %ld nested %ld errno %d\n", bad, threaded_calls(),
+           nested_threaded, first_errno);
     return 0;
 }
 """
@@ -145,6 +164,7 @@ def _run(exe: Path, threads: int) -> tuple[int, int, int]:
     out = subprocess.run([str(exe)], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr
     words = out.stdout.split()
+    assert words[6:] == ["errno", "0"], f"errno changed by the first threaded call: {out.stdout}"
     return int(words[1]), int(words[3]), int(words[5])
 
 
