@@ -38,6 +38,8 @@ class Canonical:
     zero_skip: list[c_ast.Node] = field(default_factory=list)  # tested elements (b[l][j])
     load_c_when: str | None = None    # C condition: C's old value is read only when it holds
     side: list[Side] = field(default_factory=list)   # statements split off (fission)
+    inductions: set[str] = field(default_factory=set)  # variables declared outside the nest that
+                                                       # it steps (closed forms inside, a final)
 
 
 @dataclass(frozen=True)
@@ -184,21 +186,25 @@ def clone(value, memo: dict | None = None):
     return copy.deepcopy(value, memo)
 
 
-def replace_ids(node: c_ast.Node, name: str, value: c_ast.Node) -> c_ast.Node:
-    """`node` with every read of `name` replaced by a copy of `value` (in place; returns the new
-    root when the root itself is replaced)."""
-    if isinstance(node, c_ast.ID) and node.name == name:
-        return clone(value)
+def map_children(node: c_ast.Node, change) -> c_ast.Node:
+    """`node` with each child replaced by `change(child)` (in place)."""
     for attr in node.__slots__:
         if attr in ("coord", "__weakref__"):
             continue
         child = getattr(node, attr, None)
         if isinstance(child, c_ast.Node):
-            setattr(node, attr, replace_ids(child, name, value))
+            setattr(node, attr, change(child))
         elif isinstance(child, list):
-            setattr(node, attr, [replace_ids(c, name, value) if isinstance(c, c_ast.Node)
-                                 else c for c in child])
+            setattr(node, attr, [change(c) if isinstance(c, c_ast.Node) else c for c in child])
     return node
+
+
+def replace_ids(node: c_ast.Node, name: str, value: c_ast.Node) -> c_ast.Node:
+    """`node` with every read of `name` replaced by a copy of `value` (in place; returns the new
+    root when the root itself is replaced)."""
+    if isinstance(node, c_ast.ID) and node.name == name:
+        return clone(value)
+    return map_children(node, lambda child: replace_ids(child, name, value))
 
 
 def is_var(node: c_ast.Node, name: str) -> bool:

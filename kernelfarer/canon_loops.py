@@ -12,7 +12,7 @@ from kernelfarer.ctype import Scope
 from kernelfarer.canon_base import (
     Canonical, Context, clone, items_of, compound, names_in, assigned_names, replace_ids, is_var,
     const_int, step_of, init_var, loop_var, loop_vars, increments, has_continue, side_effect_free,
-    outer_loops, nest_loops, terms_of, sum_of, single, walk)
+    outer_loops, nest_loops, terms_of, sum_of, single, walk, map_children)
 
 _GEN = c_generator.CGenerator()
 
@@ -513,3 +513,250 @@ def _upper(loop: c_ast.For, var: str) -> c_ast.Node | None:
 def _depth_loops(node: c_ast.Node) -> int:
     inner = max((_depth_loops(c) for _, c in node.children()), default=0)
     return inner + (1 if isinstance(node, c_ast.For) else 0)
+
+
+def induction_variables(node: c_ast.For, canon: Canonical, context: Context) -> None:
+    """Pointers and indices a loop steps, `for (k = 0; k < K; k++, b += N) s += a[k] * *b;`,
+    `*c++ += aik * *b++;`, `a += K;` last in the body: inside the loop the variable is its value on
+    entry plus (k - lo) steps, so its uses become that expression and the steps go.
+
+    A variable is taken when one loop of the nest, counting up by 1, steps it exactly once per
+    iteration by an invariant amount (in the loop's increment, as the body's last statement, or
+    as the single `v++` of an unconditional statement of the body, the only mention of it there)
+    and nothing else in the nest stores to it.  Declared in the nest, before the loop, it must
+    not be used outside that loop; declared outside, the loop must be the outermost, and the
+    value the original leaves is given back after the fast path.  Globals are left alone (C's
+    stores could reach them), and so are variables whose address the function takes (the
+    recognizer checks that)."""
+    while _one_induction(node, canon, context):
+        pass
+
+
+def _one_induction(root: c_ast.For, canon: Canonical, context: Context) -> bool:
+    nest_vars = loop_vars(root)
+    declared_in_nest = [n for n in walk(root) if isinstance(n, c_ast.Decl) and n.name]
+    for loop in nest_loops(root):
+        found = init_var(loop)
+        if found is None or loop.stmt is None:
+            continue
+        var, start = found
+        for name, step, where in _steps_in(loop, var):
+            decl = context.scope.lookup(name)
+            inside = [d for d in declared_in_nest if d.name == name]
+            if name == var or name in nest_vars or decl is None or len(inside) > 1 \
+                    or context.scope.is_global(decl) or not _plain_induction(decl, context):
+                continue
+            if inside and not _declared_before(root, loop, inside[0]):
+                continue                       # in the loop (a fresh one each time), or after it
+            if not inside and loop is not root:
+                continue                       # stepped on from one outer iteration to the next
+            if names_in(step) & (assigned_names(root) | nest_vars) or \
+                    not side_effect_free(step, context.functions) or \
+                    name in names_in(loop.init) | names_in(loop.cond):
+                continue
+            rest = _without_steps(loop, name, where)
+            if rest is None or name in assigned_names(rest.stmt) or name in assigned_names(rest.next):
+                continue
+            if inside and _mentions_outside(root, loop, name, inside[0]):
+                continue
+            final = None
+            if not inside:
+                final = _final_step(loop, var, start, name, step)
+                if final is None:
+                    continue
+            offset = _scaled(c_ast.BinaryOp("-", c_ast.ID(var), clone(start))
+                             if const_int(start) != 0 else c_ast.ID(var), step)
+            loop.next, loop.stmt = rest.next, _offset_uses(rest.stmt, name, offset)
+            if final is not None:
+                canon.finals[name] = final
+                canon.inductions.add(name)
+            canon.steps.append(f"'{name}', stepped by {_GEN.visit(step)} each '{var}' iteration, "
+                               f"as its value on entry plus ({_GEN.visit(offset)})")
+            return True
+    return False
+
+
+def _plain_induction(decl: c_ast.Decl, context: Context) -> bool:
+    """A non-volatile pointer or integer (a float stepped by h is not its start plus k*h)."""
+    t = ctype.resolve(decl.type, context.scope.typedefs)
+    if "volatile" in (decl.quals or []) or getattr(t, "volatile", False):
+        return False
+    return isinstance(t, ctype.Pointer) or isinstance(t, ctype.Scalar) and t.kind == "int"
+
+
+def _step_amount(stmt: c_ast.Node | None, name: str) -> c_ast.Node | None:
+    """The amount `stmt` adds to `name` (`name++`, `name += s`, `name = name + s`, `name -= s`)."""
+    one = c_ast.Constant("int", "1")
+    if isinstance(stmt, c_ast.UnaryOp) and stmt.op in ("p++", "++") and is_var(stmt.expr, name):
+        return one
+    if isinstance(stmt, c_ast.UnaryOp) and stmt.op in ("p--", "--") and is_var(stmt.expr, name):
+        return c_ast.UnaryOp("-", one)
+    if not (isinstance(stmt, c_ast.Assignment) and is_var(stmt.lvalue, name)):
+        return None
+    value = stmt.rvalue
+    if stmt.op == "+=":
+        return value
+    if stmt.op == "-=":
+        return c_ast.UnaryOp("-", value)
+    if stmt.op == "=" and isinstance(value, c_ast.BinaryOp) and value.op in ("+", "-"):
+        if is_var(value.left, name) and name not in names_in(value.right):
+            return value.right if value.op == "+" else c_ast.UnaryOp("-", value.right)
+        if value.op == "+" and is_var(value.right, name) and name not in names_in(value.left):
+            return value.left
+    return None
+
+
+def _steps_in(loop: c_ast.For, var: str):
+    """(name, amount, where) of each variable the loop steps once per iteration: where is
+    "next" (in the increment, beside the counter's step), "last" (the body's last statement) or
+    the `name++` node inside an unconditional statement of the body."""
+    parts = loop.next.exprs if isinstance(loop.next, c_ast.ExprList) else [loop.next]
+    for part in parts:
+        stepped = _stepped(part, var)
+        if stepped is not None:
+            yield (*stepped, "next")
+    items = items_of(loop.stmt)
+    if has_continue(loop.stmt):
+        return                                 # a continue would skip a step in the body
+    stepped = _stepped(items[-1], var) if items else None
+    if stepped is not None:
+        yield (*stepped, "last")
+    for item in items:
+        if not isinstance(item, c_ast.Assignment):
+            continue
+        for node in walk(item):
+            if isinstance(node, c_ast.UnaryOp) and node.op == "p++" and \
+                    isinstance(node.expr, c_ast.ID) and node.expr.name != var and \
+                    not _conditional_within(item, node):
+                yield node.expr.name, c_ast.Constant("int", "1"), node
+
+
+def _stepped(stmt: c_ast.Node, var: str) -> tuple[str, c_ast.Node] | None:
+    """(name, amount) when `stmt` steps a variable other than the counter `var`."""
+    target = stmt.lvalue if isinstance(stmt, c_ast.Assignment) else \
+        stmt.expr if isinstance(stmt, c_ast.UnaryOp) else None
+    if not isinstance(target, c_ast.ID) or target.name == var:
+        return None
+    amount = _step_amount(stmt, target.name)
+    return None if amount is None else (target.name, amount)
+
+
+def _conditional_within(root: c_ast.Node, target: c_ast.Node) -> bool:
+    """Is `target` under a ?:, &&, ||, comma or sizeof of `root` (evaluated maybe not once)?"""
+    def visit(node: c_ast.Node, guarded: bool) -> bool | None:
+        if node is target:
+            return guarded
+        here = guarded or isinstance(node, (c_ast.TernaryOp, c_ast.ExprList)) or \
+            (isinstance(node, c_ast.BinaryOp) and node.op in ("&&", "||")) or \
+            (isinstance(node, c_ast.UnaryOp) and node.op in ("sizeof", "_Alignof"))
+        for _, child in node.children():
+            found = visit(child, here)
+            if found is not None:
+                return found
+        return None
+    return bool(visit(root, False))
+
+
+def _without_steps(loop: c_ast.For, name: str, where) -> c_ast.For | None:
+    """A copy of the loop without its step of `name` (None: `name` is mentioned elsewhere in the
+    body, for a `name++` inside a statement, or the loop's own step is not +1 then)."""
+    copy = clone(loop)
+    if where == "next":
+        parts = [p for p in copy.next.exprs if not (
+            (isinstance(p, c_ast.Assignment) and is_var(p.lvalue, name)) or
+            (isinstance(p, c_ast.UnaryOp) and is_var(p.expr, name)))]
+        if len(parts) != len(copy.next.exprs) - 1:
+            return None
+        copy.next = parts[0] if len(parts) == 1 else c_ast.ExprList(parts)
+    elif where == "last":
+        items = items_of(copy.stmt)
+        copy.stmt = compound(items[:-1], copy.stmt)
+    else:
+        mentions = [n for n in walk(loop.stmt) if is_var(n, name)]
+        if len(mentions) != 1 or mentions[0] is not where.expr:
+            return None
+        path = _path_to(loop.stmt, where)
+        copy_node = copy.stmt
+        for attr, index in path[:-1]:
+            copy_node = getattr(copy_node, attr) if index is None else getattr(copy_node, attr)[index]
+        attr, index = path[-1]
+        if index is None:
+            setattr(copy_node, attr, c_ast.ID(name))
+        else:
+            getattr(copy_node, attr)[index] = c_ast.ID(name)
+    found = init_var(copy)
+    if found is None:
+        return None
+    parts = copy.next.exprs if isinstance(copy.next, c_ast.ExprList) else [copy.next]
+    counted = [p for p in parts if step_of(p, found[0]) == 1]     # others: later inductions
+    return copy if len(counted) == 1 and found[0] not in names_in(
+        c_ast.ExprList([p for p in parts if p is not counted[0]])) else None
+
+
+def _path_to(root: c_ast.Node, target: c_ast.Node) -> list[tuple[str, int | None]]:
+    """The (attribute, list index) steps from `root` to `target`."""
+    for attr in root.__slots__:
+        if attr in ("coord", "__weakref__"):
+            continue
+        child = getattr(root, attr, None)
+        children = [(None, child)] if isinstance(child, c_ast.Node) else \
+            list(enumerate(child)) if isinstance(child, list) else []
+        for index, item in children:
+            if item is target:
+                return [(attr, index)]
+            if isinstance(item, c_ast.Node):
+                rest = _path_to(item, target)
+                if rest:
+                    return [(attr, index)] + rest
+    return []
+
+
+def _declared_before(root: c_ast.For, loop: c_ast.For, decl: c_ast.Decl) -> bool:
+    """Is `decl` in a block around `loop` (or an enclosing loop's initialization), before it?"""
+    node: c_ast.Node = root
+    for attr, index in _path_to(root, loop):
+        if isinstance(node, c_ast.Compound) and index is not None and \
+                any(item is decl for item in node.block_items[:index]):
+            return True
+        if isinstance(node, c_ast.For) and attr == "stmt" and \
+                isinstance(node.init, c_ast.DeclList) and any(d is decl for d in node.init.decls):
+            return True
+        node = getattr(node, attr) if index is None else getattr(node, attr)[index]
+    return False
+
+
+def _mentions_outside(root: c_ast.For, loop: c_ast.For, name: str, decl: c_ast.Decl) -> bool:
+    """Is `name` mentioned in the nest outside `loop` (other than in its declaration)?"""
+    inside = {id(n) for n in walk(loop)} | {id(n) for n in walk(decl)}
+    return any(is_var(n, name) and id(n) not in inside for n in walk(root))
+
+
+def _final_step(loop: c_ast.For, var: str, start: c_ast.Node, name: str,
+                step: c_ast.Node) -> str | None:
+    """The statement that leaves `name` as the original does after the outermost loop (the fast
+    path runs only when every loop runs), or None when the trip count is not plain."""
+    cond = loop.cond
+    if not (isinstance(cond, c_ast.BinaryOp) and is_var(cond.left, var) and cond.op in ("<", "<=")):
+        return None
+    trips = f"({_GEN.visit(cond.right)}) - ({_GEN.visit(start)})" + (" + 1" if cond.op == "<=" else "")
+    return f"{name} += (__PTRDIFF_TYPE__)({trips}) * ({_GEN.visit(step)});"
+
+
+def _scaled(offset: c_ast.Node, step: c_ast.Node) -> c_ast.Node:
+    return offset if const_int(step) == 1 else c_ast.BinaryOp("*", offset, clone(step))
+
+
+def _offset_uses(body: c_ast.Node, name: str, offset: c_ast.Node) -> c_ast.Node:
+    """`body` with `name` read as `name + offset`: `name[e]` as `name[offset + e]`, others as
+    `(name + offset)` (so `*name` becomes `*(name + offset)`, a subscript later)."""
+    return map_children(body, lambda child: _offset_one(child, name, offset))
+
+
+def _offset_one(node: c_ast.Node, name: str, offset: c_ast.Node) -> c_ast.Node:
+    if is_var(node, name):
+        return c_ast.BinaryOp("+", node, clone(offset))
+    if isinstance(node, c_ast.ArrayRef) and is_var(node.name, name):
+        node.subscript = c_ast.BinaryOp("+", clone(offset),
+                                        _offset_one(node.subscript, name, offset))
+        return node
+    return _offset_uses(node, name, offset)

@@ -7,6 +7,8 @@ is never changed, and the fallback path runs the user's own text anyway):
 
 - `while` loops with a counter (set just before, stepped last) become `for` loops;
 - labels no `goto` targets are dropped;
+- pointers and indices a loop steps (`b += N` in its increment or last in its body, `*c++`) are
+  read as their value on entry plus the loop's count of steps;
 - pointer subscripts `*(C + i*ldc + j)` become `C[i*ldc + j]`;
 - counted loops are normalised: `v != hi` to `v < hi` (with a run-time check that lo <= hi),
   decrementing loops to incrementing ones over the same values (the original's final value of
@@ -34,7 +36,7 @@ _GEN = c_generator.CGenerator()
 
 from kernelfarer.canon_base import Canonical, Context, Side, clone, loop_vars, with_declarations
 from kernelfarer.canon_loops import (
-    collapse_anywhere, detile, normalize_loops, pointer_subscripts, reroll_blocks,
+    collapse_anywhere, detile, induction_variables, normalize_loops, pointer_subscripts, reroll_blocks,
     strip_labels, walk_blocks, while_to_for, min_functions)
 from kernelfarer.canon_values import (
     drop_zero_skips, split_side_statements, substitute_blocks, substitute_pointers,
@@ -59,6 +61,7 @@ def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | Non
         return None
     node = walk_blocks(node, canon, context)
     node = strip_labels(node, context)
+    induction_variables(node, canon, context)
     before_text = _GEN.visit(node)
     node = pointer_subscripts(node, context.scope)
     if _GEN.visit(node) != before_text:

@@ -51,6 +51,10 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     if taken:
         raise NotGemm(f"the address of loop variable '{taken[0]}' is taken: what is read through "
                       "it changes with the loops")
+    taken = sorted(canon.inductions & facts.address_taken)
+    if taken:
+        raise NotGemm(f"the address of '{taken[0]}', which the loops step, is taken: what is "
+                      "read through it changes with the loops")
     if facts.returns_twice:
         raise NotGemm(f"the function calls '{facts.returns_twice}', which returns twice: which "
                       "of its locals a longjmp leaves changed depends on how it is compiled")

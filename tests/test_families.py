@@ -299,6 +299,77 @@ void run_layers(int n, float *weights, const float *X, float *Y)
 }
 """
 
+# Pointers and indices the loops step instead of subscripts computed from the counters.
+STEPPED_IN_INCREMENT = """
+void stepped(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            const float *a = A + i * K, *b = B + j;
+            float s = 0;
+            for (int k = 0; k < K; k++, b += N)
+                s += a[k] * *b;
+            C[i * N + j] = s;
+        }
+}
+"""
+
+POST_INCREMENTS = """
+void post(int M, int N, int K, const double *A, const double *B, double *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++) {
+            double aik = A[i * K + k];
+            const double *b = B + k * N;
+            double *c = C + i * N;
+            for (int j = 0; j < N; j++)
+                *c++ += aik * *b++;
+        }
+}
+"""
+
+# Declared outside the nest and read after it: the fast path leaves them as the loops do.
+STEPPED_BY_THE_OUTER_LOOP = """
+long outer(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    float *c = C;
+    const float *a = A;
+    long rows = 0;
+    for (int i = 0; i < M; i++, c += N, rows++) {
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s += a[k] * B[k * N + j];
+            c[j] = s;
+        }
+        a += K;
+    }
+    return (c - C) * 1000000 + (a - A) * 1000 + rows;
+}
+"""
+
+# A while loop stepping two pointers and its counter, last in its body (an index temporary
+# stepped in the k loop was a near miss before: A's column stride is 2 then).
+STEPPED_IN_THE_BODY = """
+void bodysteps(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            const float *ap = A + 2 * i * K, *bp = B + j;
+            int col = 0;
+            float s = 0;
+            int k = 0;
+            while (k < K) {
+                s += ap[col] * *bp;
+                col = col + 2;
+                bp += N;
+                k++;
+            }
+            C[i * N + j] = s;
+        }
+}
+"""
+
 ROWWISE = """
 void rowwise(int n, const float *A, const float *B, float *C, float *rowmax)
 {
@@ -385,6 +456,20 @@ FAMILIES = {
     "after_code_reads_the_finished_row": (
         ROWWISE, "void rowwise(int, const float *, const float *, float *, float *);", "float",
         lambda m, n, k: [_int(m), ("T*", m, m), ("T*", m, m), ("T*", m, m), ("T*", 1, m)]),
+    "pointer_stepped_in_the_increment": (
+        STEPPED_IN_INCREMENT, "void stepped(int, int, int, const float *, const float *, "
+                              "float *);", "float", _plain),
+    "pointer_post_increments": (
+        POST_INCREMENTS, "void post(int, int, int, const double *, const double *, double *);",
+        "double", _plain),
+    "pointers_stepped_by_the_outer_loop_and_read_after": (
+        STEPPED_BY_THE_OUTER_LOOP, "long outer(int, int, int, const float *, const float *, "
+                                   "float *);", "float", _plain),
+    "index_and_pointer_stepped_in_the_body": (
+        STEPPED_IN_THE_BODY, "void bodysteps(int, int, int, const float *, const float *, "
+                             "float *);", "float",
+        lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", 2 * m, k), ("T*", k, n),
+                         ("T*", m, n)]),
     "f2c_tn_beta_zero": (F2C_TN, "int sgemm_tn(int *, int *, int *, float *, float *, int *, "
                                  "float *, int *, float *, float *, int *);", "float", _f2c_tn),
 }
@@ -465,20 +550,75 @@ void f(int n, const float *A, const float *B, float *C)
                 for (int i = 0; i < n; i++)
                     C[i * n + j] += B[l * n + j] * A[i * n + l];
 }""", ""),
-    "index temporary redefined in the k loop": ("""
-void f(int n, const float *A, const float *B, float *C)
+    "an index stepped across the outer loops": ("""
+void f(int M, int N, int K, const float *A, const float *B, float *C)
 {
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) {
-            int col = i * n;
+    int ic = 0;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
             float s = 0;
-            for (int k = 0; k < n; k++) {
-                s += A[col + k] * B[k * n + j];
-                col = col + 1;
-            }
-            C[i * n + j] = s;
+            for (int k = 0; k < K; k++)
+                s += A[i * K + k] * B[k * N + j];
+            C[ic++] = s;
         }
-}""", ""),
+}""", "not affine"),
+    "a pointer stepped twice in one iteration": ("""
+void f(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            const float *bp = B + j;
+            float s = 0;
+            for (int k = 0; k < K; k++) {
+                s += A[i * K + k] * *bp;
+                bp += N;
+                bp += N;
+            }
+            C[i * N + j] = s;
+        }
+}""", "is assigned in the loop nest"),
+    "a stepped pointer read after its loop": ("""
+void f(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++) {
+        float *c = C + i * N;
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s += A[i * K + k] * B[k * N + j];
+            *c++ = s;
+        }
+        c[-1] = 0;
+    }
+}""", "stores to no array"),
+    "a stepped pointer whose address is taken": ("""
+float *keep;
+void f(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    float *c = C;
+    float **pp = &c;
+    for (int i = 0; i < M; i++, c += N)
+        for (int k = 0; k < K; k++)
+            for (int j = 0; j < N; j++)
+                c[j] += A[i * K + k] * B[k * N + j];
+    keep = *pp;
+}""", "which the loops step, is taken"),
+    "a pointer stepped across the outer loop, its name declared again after": ("""
+long f(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    float *p = C;
+    for (int i = 0; i < M; i++) {
+        for (int j = 0; j < N; j++, p++) {
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s += A[i * K + k] * B[k * N + j];
+            *p = s;
+        }
+        float *p = 0;
+        (void)p;
+    }
+    return p - C;
+}""", "does not step by +1"),
     "unrolled with a wrong remainder": ("""
 void f(int n, const float *A, const float *B, float *C)
 {
