@@ -522,12 +522,14 @@ def induction_variables(node: c_ast.For, canon: Canonical, context: Context) -> 
 
     A variable is taken when one loop of the nest, counting up by 1, steps it exactly once per
     iteration by an invariant amount (in the loop's increment, as the body's last statement, or
-    as the single `v++` of an unconditional statement of the body, the only mention of it there)
-    and nothing else in the nest stores to it.  Declared in the nest, before the loop, it must
-    not be used outside that loop; declared outside, the loop must be the outermost, and the
-    value the original leaves is given back after the fast path.  Globals are left alone (C's
-    stores could reach them), and so are variables whose address the function takes (the
-    recognizer checks that)."""
+    as the single `v++` of an unconditional statement of the body, the only mention of it there),
+    nothing else in the nest stores to it and nothing outside that loop reads it.  The loops from
+    its declaration (or the nest's start, for one declared outside) down to the stepping loop
+    must hold each other unconditionally, count up to `<`/`<=` bounds, and the inner ones have
+    trip counts that do not change: the steps taken so far are then `((i - i0)*nj + (j - j0))*...`
+    (`C[ic++] = s` across i and j).  One declared outside the nest is given the value the original
+    leaves after the fast path.  Globals are left alone (C's stores could reach them), and so are
+    variables whose address the function takes (the recognizer checks that)."""
     while _one_induction(node, canon, context):
         pass
 
@@ -539,41 +541,100 @@ def _one_induction(root: c_ast.For, canon: Canonical, context: Context) -> bool:
         found = init_var(loop)
         if found is None or loop.stmt is None:
             continue
-        var, start = found
+        var, _ = found
         for name, step, where in _steps_in(loop, var):
             decl = context.scope.lookup(name)
             inside = [d for d in declared_in_nest if d.name == name]
             if name == var or name in nest_vars or decl is None or len(inside) > 1 \
                     or context.scope.is_global(decl) or not _plain_induction(decl, context):
                 continue
-            if inside and not _declared_before(root, loop, inside[0]):
-                continue                       # in the loop (a fresh one each time), or after it
-            if not inside and loop is not root:
-                continue                       # stepped on from one outer iteration to the next
-            if names_in(step) & (assigned_names(root) | nest_vars) or \
+            chain = _chain(root, loop, inside[0] if inside else None)
+            if chain is None or names_in(step) & (assigned_names(root) | nest_vars) or \
                     not side_effect_free(step, context.functions) or \
                     name in names_in(loop.init) | names_in(loop.cond):
                 continue
             rest = _without_steps(loop, name, where)
             if rest is None or name in assigned_names(rest.stmt) or name in assigned_names(rest.next):
                 continue
-            if inside and _mentions_outside(root, loop, name, inside[0]):
+            if _mentions_outside(root, loop, name, inside[0] if inside else None):
                 continue
-            final = None
-            if not inside:
-                final = _final_step(loop, var, start, name, step)
-                if final is None:
-                    continue
-            offset = _scaled(c_ast.BinaryOp("-", c_ast.ID(var), clone(start))
-                             if const_int(start) != 0 else c_ast.ID(var), step)
-            loop.next, loop.stmt = rest.next, _offset_uses(rest.stmt, name, offset)
-            if final is not None:
-                canon.finals[name] = final
+            counts = _counts(chain, rest, root, nest_vars)
+            if counts is None:
+                continue
+            offset, trips = counts
+            if not inside:                       # the value the original leaves
+                canon.finals[name] = f"{name} += " + " * ".join(
+                    f"(__PTRDIFF_TYPE__)({_GEN.visit(t)})" for t in trips) + \
+                    f" * ({_GEN.visit(step)});"
                 canon.inductions.add(name)
+            offset = _scaled(offset, step)
+            loop.next, loop.stmt = rest.next, _offset_uses(rest.stmt, name, offset)
             canon.steps.append(f"'{name}', stepped by {_GEN.visit(step)} each '{var}' iteration, "
                                f"as its value on entry plus ({_GEN.visit(offset)})")
             return True
     return False
+
+
+def _chain(root: c_ast.For, loop: c_ast.For, decl: c_ast.Decl | None) -> list[c_ast.For] | None:
+    """The loops whose iterations step a variable declared at `decl` (None: before the nest) and
+    stepped by `loop`: from the first loop after the declaration down to `loop`, each holding the
+    next in its body's blocks, unconditionally.  None when the declaration is not before `loop`
+    or a loop of the chain holds the next under anything else (an if, a label)."""
+    chain: list[c_ast.For] = []
+    started = decl is None
+    node: c_ast.Node = root
+    for attr, index in _path_to(root, loop) + [(None, None)]:
+        if isinstance(node, c_ast.For):
+            if isinstance(node.init, c_ast.DeclList) and any(d is decl for d in node.init.decls):
+                started, chain = True, []        # set once, before this loop's first iteration
+            if started:
+                chain.append(node)
+        elif isinstance(node, c_ast.Compound):
+            if index is not None and any(item is decl for item in node.block_items[:index]):
+                started, chain = True, []        # set again in each iteration around it
+        elif started:
+            return None
+        if attr is None:
+            break
+        node = getattr(node, attr) if index is None else getattr(node, attr)[index]
+    if not started or not chain or chain[-1] is not loop:
+        return None
+    return chain
+
+
+def _counts(chain: list[c_ast.For], last: c_ast.For, root: c_ast.For, nest_vars: set[str]):
+    """(the number of iterations of the chain's last loop before the current one, as an
+    expression of the counters; each loop's trip count) -- None when a loop of the chain does not
+    count up by 1 to a `<` or `<=` bound, a loop inside another has a trip count that changes
+    (a triangular nest), or something could leave a loop early."""
+    if any(isinstance(n, (c_ast.Break, c_ast.Return, c_ast.Goto)) for n in walk(chain[0])) or \
+            any(has_continue(f.stmt) for f in chain[:-1]):
+        return None
+    changing = assigned_names(root) | nest_vars
+    terms, trips = [], []
+    for position, loop in enumerate(chain):
+        header = last if loop is chain[-1] else loop
+        found = init_var(header)
+        cond = header.cond
+        if found is None or not _counts_by_one(header, found[0]) or not (
+                isinstance(cond, c_ast.BinaryOp) and is_var(cond.left, found[0])
+                and cond.op in ("<", "<=")):
+            return None
+        var, start = found
+        if position > 0 and (names_in(start) | names_in(cond.right)) & changing:
+            return None
+        trip = cond.right if const_int(start) == 0 else c_ast.BinaryOp("-", clone(cond.right),
+                                                                           clone(start))
+        if cond.op == "<=":
+            trip = c_ast.BinaryOp("+", trip, c_ast.Constant("int", "1"))
+        trips.append(clone(trip))
+        terms = [c_ast.BinaryOp("*", t, clone(trip)) for t in terms]
+        terms.append(c_ast.ID(var) if const_int(start) == 0 else
+                     c_ast.BinaryOp("-", c_ast.ID(var), clone(start)))
+    offset = terms[0]
+    for term in terms[1:]:
+        offset = c_ast.BinaryOp("+", offset, term)
+    return offset, trips
 
 
 def _plain_induction(decl: c_ast.Decl, context: Context) -> bool:
@@ -685,12 +746,16 @@ def _without_steps(loop: c_ast.For, name: str, where) -> c_ast.For | None:
         else:
             getattr(copy_node, attr)[index] = c_ast.ID(name)
     found = init_var(copy)
-    if found is None:
-        return None
-    parts = copy.next.exprs if isinstance(copy.next, c_ast.ExprList) else [copy.next]
-    counted = [p for p in parts if step_of(p, found[0]) == 1]     # others: later inductions
-    return copy if len(counted) == 1 and found[0] not in names_in(
-        c_ast.ExprList([p for p in parts if p is not counted[0]])) else None
+    return copy if found is not None and _counts_by_one(copy, found[0]) else None
+
+
+def _counts_by_one(loop: c_ast.For, var: str) -> bool:
+    """Does the loop's increment step `var` by +1 (beside other variables' steps, inductions
+    still to be read)?"""
+    parts = loop.next.exprs if isinstance(loop.next, c_ast.ExprList) else [loop.next]
+    counted = [p for p in parts if step_of(p, var) == 1]
+    return len(counted) == 1 and var not in names_in(
+        c_ast.ExprList([p for p in parts if p is not counted[0]]))
 
 
 def _path_to(root: c_ast.Node, target: c_ast.Node) -> list[tuple[str, int | None]]:
@@ -711,35 +776,11 @@ def _path_to(root: c_ast.Node, target: c_ast.Node) -> list[tuple[str, int | None
     return []
 
 
-def _declared_before(root: c_ast.For, loop: c_ast.For, decl: c_ast.Decl) -> bool:
-    """Is `decl` in a block around `loop` (or an enclosing loop's initialization), before it?"""
-    node: c_ast.Node = root
-    for attr, index in _path_to(root, loop):
-        if isinstance(node, c_ast.Compound) and index is not None and \
-                any(item is decl for item in node.block_items[:index]):
-            return True
-        if isinstance(node, c_ast.For) and attr == "stmt" and \
-                isinstance(node.init, c_ast.DeclList) and any(d is decl for d in node.init.decls):
-            return True
-        node = getattr(node, attr) if index is None else getattr(node, attr)[index]
-    return False
-
-
-def _mentions_outside(root: c_ast.For, loop: c_ast.For, name: str, decl: c_ast.Decl) -> bool:
+def _mentions_outside(root: c_ast.For, loop: c_ast.For, name: str,
+                      decl: c_ast.Decl | None) -> bool:
     """Is `name` mentioned in the nest outside `loop` (other than in its declaration)?"""
-    inside = {id(n) for n in walk(loop)} | {id(n) for n in walk(decl)}
+    inside = {id(n) for n in walk(loop)} | ({id(n) for n in walk(decl)} if decl else set())
     return any(is_var(n, name) and id(n) not in inside for n in walk(root))
-
-
-def _final_step(loop: c_ast.For, var: str, start: c_ast.Node, name: str,
-                step: c_ast.Node) -> str | None:
-    """The statement that leaves `name` as the original does after the outermost loop (the fast
-    path runs only when every loop runs), or None when the trip count is not plain."""
-    cond = loop.cond
-    if not (isinstance(cond, c_ast.BinaryOp) and is_var(cond.left, var) and cond.op in ("<", "<=")):
-        return None
-    trips = f"({_GEN.visit(cond.right)}) - ({_GEN.visit(start)})" + (" + 1" if cond.op == "<=" else "")
-    return f"{name} += (__PTRDIFF_TYPE__)({trips}) * ({_GEN.visit(step)});"
 
 
 def _scaled(offset: c_ast.Node, step: c_ast.Node) -> c_ast.Node:

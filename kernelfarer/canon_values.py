@@ -25,9 +25,10 @@ def unswitch_beta(node: c_ast.For, canon: Canonical) -> None:
     for loop in nest_loops(node):
         items = items_of(loop.stmt)
         for index, item in enumerate(items):
-            if not isinstance(item, c_ast.If):
+            choice = _as_choice(item)
+            if choice is None:
                 continue
-            replacement = _beta_store(item) or _beta_scaling(item)
+            replacement = _beta_store(choice) or _beta_scaling(choice)
             if replacement is None:
                 continue
             statement, beta = replacement
@@ -48,6 +49,23 @@ def _compare(cond: c_ast.Node, op: str, test) -> str | None:
         if test(cond.left):
             return _GEN.visit(cond.right)
     return None
+
+
+def _as_choice(item: c_ast.Node) -> c_ast.If | None:
+    """`item` as `if (x == 0) ... else ...`: an if as it is or with its test turned round
+    (`x != 0`), and `c = x == 0 ? X : Y;` (or `x != 0 ? Y : X`) as the if choosing the store."""
+    if isinstance(item, c_ast.Assignment) and item.op == "=" and \
+            isinstance(item.rvalue, c_ast.TernaryOp):
+        pick = item.rvalue
+        item = c_ast.If(pick.cond, c_ast.Assignment("=", clone(item.lvalue), pick.iftrue),
+                        c_ast.Assignment("=", clone(item.lvalue), pick.iffalse))
+    if not isinstance(item, c_ast.If):
+        return None
+    if isinstance(item.cond, c_ast.BinaryOp) and item.cond.op == "!=" and item.iffalse is not None \
+            and _compare(item.cond, "!=", is_zero) is not None:
+        return c_ast.If(c_ast.BinaryOp("==", item.cond.left, item.cond.right), item.iffalse,
+                        item.iftrue)
+    return item
 
 
 def _beta_store(item: c_ast.If):

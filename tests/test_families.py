@@ -370,6 +370,55 @@ void bodysteps(int M, int N, int K, const float *A, const float *B, float *C)
 }
 """
 
+# Stepped once per (i, j): the count so far is (i - 1) * N + (j - 2), from one-based loops.
+STEPPED_ACROSS_LOOPS = """
+long across(int M, int N, int K, const float *A, const float *B, float *C, const float *D)
+{
+    float *out = C + 1;
+    int ic = 0;
+    for (int i = 1; i <= M; i++)
+        for (int j = 2; j < N + 2; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s += A[(i - 1) * K + k] * B[k * N + j - 2];
+            *out++ = s + D[ic++];
+        }
+    return (out - C) * 1000 + ic;
+}
+"""
+
+# The beta == 0 choice as a conditional expression, and as an if testing beta != 0.
+BETA_CONDITIONAL = """
+void beta_pick(int M, int N, int K, float alpha, float beta, const float *A, const float *B,
+               float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s += A[i * K + k] * B[k * N + j];
+            C[i * N + j] = beta == 0 ? alpha * s : alpha * s + beta * C[i * N + j];
+        }
+}
+"""
+
+BETA_NOT_ZERO = """
+void beta_if(int M, int N, int K, double alpha, double beta, const double *A, const double *B,
+             double *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0;
+            for (int k = 0; k < K; k++)
+                s += A[i * K + k] * B[k * N + j];
+            if (0.0 != beta)
+                C[i * N + j] = beta * C[i * N + j] + alpha * s;
+            else
+                C[i * N + j] = alpha * s;
+        }
+}
+"""
+
 ROWWISE = """
 void rowwise(int n, const float *A, const float *B, float *C, float *rowmax)
 {
@@ -470,6 +519,21 @@ FAMILIES = {
                              "float *);", "float",
         lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", 2 * m, k), ("T*", k, n),
                          ("T*", m, n)]),
+    "pointer_and_index_stepped_across_the_loops": (
+        STEPPED_ACROSS_LOOPS, "long across(int, int, int, const float *, const float *, "
+                              "float *, const float *);", "float",
+        lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                         ("T*", m + 1, n), ("T*", m, n)]),
+    "beta_choice_as_a_conditional_expression": (
+        BETA_CONDITIONAL, "void beta_pick(int, int, int, float, float, const float *, "
+                          "const float *, float *);", "float",
+        lambda m, n, k: [_int(m), _int(n), _int(k), ("float", 2.0), ("float", 0.0 if m % 2 else 3.0),
+                         ("T*", m, k), ("T*", k, n), ("T*", m, n)]),
+    "beta_choice_testing_not_zero": (
+        BETA_NOT_ZERO, "void beta_if(int, int, int, double, double, const double *, "
+                       "const double *, double *);", "double",
+        lambda m, n, k: [_int(m), _int(n), _int(k), ("double", -1.0), ("double", 0.0 if n % 2 else 2.0),
+                         ("T*", m, k), ("T*", k, n), ("T*", m, n)]),
     "f2c_tn_beta_zero": (F2C_TN, "int sgemm_tn(int *, int *, int *, float *, float *, int *, "
                                  "float *, int *, float *, float *, int *);", "float", _f2c_tn),
 }
@@ -550,18 +614,33 @@ void f(int n, const float *A, const float *B, float *C)
                 for (int i = 0; i < n; i++)
                     C[i * n + j] += B[l * n + j] * A[i * n + l];
 }""", ""),
-    "an index stepped across the outer loops": ("""
+    "an index stepped across the outer loops, one of them skipping iterations": ("""
 void f(int M, int N, int K, const float *A, const float *B, float *C)
 {
     int ic = 0;
-    for (int i = 0; i < M; i++)
+    for (int i = 0; i < M; i++) {
+        if (i == 2)
+            continue;
         for (int j = 0; j < N; j++) {
             float s = 0;
             for (int k = 0; k < K; k++)
                 s += A[i * K + k] * B[k * N + j];
             C[ic++] = s;
         }
+    }
 }""", "not affine"),
+    "an index stepped across a triangular nest": ("""
+void f(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    int ic = 0;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < i; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s += A[i * K + k] * B[k * N + j];
+            C[ic++] = s;
+        }
+}""", "depends on"),
     "a pointer stepped twice in one iteration": ("""
 void f(int M, int N, int K, const float *A, const float *B, float *C)
 {
@@ -619,6 +698,17 @@ long f(int M, int N, int K, const float *A, const float *B, float *C)
     }
     return p - C;
 }""", "does not step by +1"),
+    "the beta choice the wrong way round": ("""
+void f(int M, int N, int K, float alpha, float beta, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s += A[i * K + k] * B[k * N + j];
+            C[i * N + j] = beta != 0 ? alpha * s : alpha * s + beta * C[i * N + j];
+        }
+}""", "conditional expression"),
     "unrolled with a wrong remainder": ("""
 void f(int n, const float *A, const float *B, float *C)
 {
