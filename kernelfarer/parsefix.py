@@ -244,9 +244,9 @@ def parse(text: str, path: str) -> tuple[c_ast.FileAST, list[Skipped]]:
         if chunk is None:
             raise KernelfarerError(f"cannot parse: {message}", location)
         start, body, end, name = chunk
-        if body is not None:        # a function: keep its declaration, empty its body
+        if body is not None and offset > body:     # in a function's body: keep its declaration
             text = text[:body + 1] + _blank(text[body + 1:end - 1]) + text[end - 1:]
-        else:
+        else:                       # a declaration, or a function's own (an unknown type name)
             text = text[:start] + _blank(text[start:end]) + text[end:]
         skipped.append(Skipped(location, name, message))
     raise KernelfarerError("cannot parse: too many functions the parser cannot read",

@@ -157,6 +157,10 @@ UNREADABLE = {
     "local_label": ("int local(int n) { __label__ out; if (n) goto out; return 0; out: return 1; }",
                     "local", "syntax error before 'out'"),
     "broken_expression": ("int broken(int n) {\n  return n + ;\n}", "broken", "invalid expression"),
+    # an error in the function's own declaration (a type its header would have defined): the
+    # whole definition is left out, not only its body (which left the error, and the file failed)
+    "unknown_parameter_type": ("int unknown(index_t n) {\n  return (int)n;\n}", "unknown",
+                               "syntax error before 'n'"),
 }
 
 
