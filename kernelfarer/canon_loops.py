@@ -616,21 +616,23 @@ def _counts(chain: list[c_ast.For], last: c_ast.For, root: c_ast.For, nest_vars:
         header = last if loop is chain[-1] else loop
         found = init_var(header)
         cond = header.cond
-        if found is None or not _counts_by_one(header, found[0]) or not (
-                isinstance(cond, c_ast.BinaryOp) and is_var(cond.left, found[0])
-                and cond.op in ("<", "<=")):
+        step = _counter_step(header, found[0]) if found is not None else None
+        if step is None or not (isinstance(cond, c_ast.BinaryOp) and is_var(cond.left, found[0])
+                                and cond.op in (("<", "<=") if step == 1 else (">", ">="))):
             return None
         var, start = found
         if position > 0 and (names_in(start) | names_in(cond.right)) & changing:
             return None
-        trip = cond.right if const_int(start) == 0 else c_ast.BinaryOp("-", clone(cond.right),
-                                                                           clone(start))
-        if cond.op == "<=":
+        low, high = (start, cond.right) if step == 1 else (cond.right, start)
+        trip = high if const_int(low) == 0 else c_ast.BinaryOp("-", clone(high), clone(low))
+        if cond.op in ("<=", ">="):
             trip = c_ast.BinaryOp("+", trip, c_ast.Constant("int", "1"))
         trips.append(clone(trip))
         terms = [c_ast.BinaryOp("*", t, clone(trip)) for t in terms]
-        terms.append(c_ast.ID(var) if const_int(start) == 0 else
-                     c_ast.BinaryOp("-", c_ast.ID(var), clone(start)))
+        # the iterations before this one: counting up from start, or down from it
+        terms.append((c_ast.ID(var) if const_int(start) == 0 else
+                      c_ast.BinaryOp("-", c_ast.ID(var), clone(start))) if step == 1 else
+                     c_ast.BinaryOp("-", clone(start), c_ast.ID(var)))
     offset = terms[0]
     for term in terms[1:]:
         offset = c_ast.BinaryOp("+", offset, term)
@@ -638,11 +640,16 @@ def _counts(chain: list[c_ast.For], last: c_ast.For, root: c_ast.For, nest_vars:
 
 
 def _plain_induction(decl: c_ast.Decl, context: Context) -> bool:
-    """A non-volatile pointer or integer (a float stepped by h is not its start plus k*h)."""
+    """A non-volatile pointer, or an integer that cannot wrap where the original is defined: a
+    signed one of int's width or more (its overflow is undefined), an unsigned one of 64 bits.
+    (A float stepped by h is not its start plus k*h; an `unsigned short` index wraps at 65536.)"""
     t = ctype.resolve(decl.type, context.scope.typedefs)
     if "volatile" in (decl.quals or []) or getattr(t, "volatile", False):
         return False
-    return isinstance(t, ctype.Pointer) or isinstance(t, ctype.Scalar) and t.kind == "int"
+    if isinstance(t, ctype.Pointer):
+        return True
+    return isinstance(t, ctype.Scalar) and t.kind == "int" and \
+        t.bits >= (32 if t.signed else 64)
 
 
 def _step_amount(stmt: c_ast.Node | None, name: str) -> c_ast.Node | None:
@@ -746,16 +753,18 @@ def _without_steps(loop: c_ast.For, name: str, where) -> c_ast.For | None:
         else:
             getattr(copy_node, attr)[index] = c_ast.ID(name)
     found = init_var(copy)
-    return copy if found is not None and _counts_by_one(copy, found[0]) else None
+    return copy if found is not None and _counter_step(copy, found[0]) else None
 
 
-def _counts_by_one(loop: c_ast.For, var: str) -> bool:
-    """Does the loop's increment step `var` by +1 (beside other variables' steps, inductions
-    still to be read)?"""
+def _counter_step(loop: c_ast.For, var: str) -> int | None:
+    """+1 or -1 when the loop's increment steps `var` by that (beside other variables' steps,
+    inductions still to be read); None otherwise."""
     parts = loop.next.exprs if isinstance(loop.next, c_ast.ExprList) else [loop.next]
-    counted = [p for p in parts if step_of(p, var) == 1]
-    return len(counted) == 1 and var not in names_in(
-        c_ast.ExprList([p for p in parts if p is not counted[0]]))
+    counted = [p for p in parts if step_of(p, var) in (1, -1)]
+    if len(counted) != 1 or var in names_in(c_ast.ExprList([p for p in parts
+                                                            if p is not counted[0]])):
+        return None
+    return step_of(counted[0], var)
 
 
 def _path_to(root: c_ast.Node, target: c_ast.Node) -> list[tuple[str, int | None]]:

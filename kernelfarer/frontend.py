@@ -116,6 +116,12 @@ class SourceText:
         if i >= len(toks):
             return None
         if isinstance(node, c_ast.Compound):
+            items = node.block_items or []
+            if toks[i].kind == "directive" and len(items) == 2 and \
+                    isinstance(items[0], c_ast.Pragma):
+                # `for (...) #pragma X  for (...)`: the parser's block of the pragma and the
+                # statement it applies to, without braces in the text
+                return self._statement_end(items[1], i + 1)
             return self._matching(i, "{", "}")
         if isinstance(node, (c_ast.For, c_ast.While)):
             keyword = "for" if isinstance(node, c_ast.For) else "while"

@@ -419,6 +419,29 @@ void beta_if(int M, int N, int K, double alpha, double beta, const double *A, co
 }
 """
 
+# A loop pragma between two loops, without braces (the parser makes a block of the pragma and
+# its loop), and an index stepped under a loop counting down.
+PRAGMA_BETWEEN = """
+long pragma_between(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    long idx = 0;
+    for (int i = M - 1; i >= 0; i--)
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+#pragma GCC unroll 4
+            for (int k = 0; k < K; k++)
+                s += A[i * K + k] * B[k * N + j];
+            C[idx++] = s;
+        }
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++)
+#pragma GCC unroll 4
+            for (int j = 0; j < N; j++)
+                C[i * N + j] += A[i * K + k] * B[k * N + j];
+    return idx;
+}
+"""
+
 ROWWISE = """
 void rowwise(int n, const float *A, const float *B, float *C, float *rowmax)
 {
@@ -534,6 +557,9 @@ FAMILIES = {
                        "const double *, double *);", "double",
         lambda m, n, k: [_int(m), _int(n), _int(k), ("double", -1.0), ("double", 0.0 if n % 2 else 2.0),
                          ("T*", m, k), ("T*", k, n), ("T*", m, n)]),
+    "pragma_between_loops_and_a_decrementing_loop": (
+        PRAGMA_BETWEEN, "long pragma_between(int, int, int, const float *, const float *, "
+                        "float *);", "float", _plain),
     "f2c_tn_beta_zero": (F2C_TN, "int sgemm_tn(int *, int *, int *, float *, float *, int *, "
                                  "float *, int *, float *, float *, int *);", "float", _f2c_tn),
 }
@@ -709,6 +735,18 @@ void f(int M, int N, int K, float alpha, float beta, const float *A, const float
             C[i * N + j] = beta != 0 ? alpha * s : alpha * s + beta * C[i * N + j];
         }
 }""", "conditional expression"),
+    "a narrow unsigned index, which wraps": ("""
+void f(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    unsigned short ic = 0;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s += A[i * K + k] * B[k * N + j];
+            C[ic++] = s;
+        }
+}""", "not affine"),
     "unrolled with a wrong remainder": ("""
 void f(int n, const float *A, const float *B, float *C)
 {
