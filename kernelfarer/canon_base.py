@@ -38,8 +38,8 @@ class Canonical:
     zero_skip: list[c_ast.Node] = field(default_factory=list)  # tested elements (b[l][j])
     load_c_when: str | None = None    # C condition: C's old value is read only when it holds
     side: list[Side] = field(default_factory=list)   # statements split off (fission)
-    inductions: set[str] = field(default_factory=set)  # variables declared outside the nest that
-                                                       # it steps (closed forms inside, a final)
+    inductions: set[str] = field(default_factory=set)  # variables the nest steps, read as closed
+                                                       # forms (a final for those from outside)
 
 
 @dataclass(frozen=True)

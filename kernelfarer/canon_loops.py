@@ -543,8 +543,8 @@ def _one_induction(root: c_ast.For, canon: Canonical, context: Context) -> bool:
             continue
         var, _ = found
         for name, step, where in _steps_in(loop, var):
-            decl = context.scope.lookup(name)
             inside = [d for d in declared_in_nest if d.name == name]
+            decl = inside[0] if inside else context.scope.lookup(name)
             if name == var or name in nest_vars or decl is None or len(inside) > 1 \
                     or context.scope.is_global(decl) or not _plain_induction(decl, context):
                 continue
@@ -566,7 +566,7 @@ def _one_induction(root: c_ast.For, canon: Canonical, context: Context) -> bool:
                 canon.finals[name] = f"{name} += " + " * ".join(
                     f"(__PTRDIFF_TYPE__)({_GEN.visit(t)})" for t in trips) + \
                     f" * ({_GEN.visit(step)});"
-                canon.inductions.add(name)
+            canon.inductions.add(name)
             offset = _scaled(offset, step)
             loop.next, loop.stmt = rest.next, _offset_uses(rest.stmt, name, offset)
             canon.steps.append(f"'{name}', stepped by {_GEN.visit(step)} each '{var}' iteration, "
@@ -644,8 +644,9 @@ def _plain_induction(decl: c_ast.Decl, context: Context) -> bool:
     signed one of int's width or more (its overflow is undefined), an unsigned one of 64 bits.
     (A float stepped by h is not its start plus k*h; an `unsigned short` index wraps at 65536.)"""
     t = ctype.resolve(decl.type, context.scope.typedefs)
-    if "volatile" in (decl.quals or []) or getattr(t, "volatile", False):
-        return False
+    if "volatile" in (decl.quals or []) or getattr(t, "volatile", False) or \
+            {"static", "extern"} & set(decl.storage or []):
+        return False                     # (a static is not set again where it is declared)
     if isinstance(t, ctype.Pointer):
         return True
     return isinstance(t, ctype.Scalar) and t.kind == "int" and \
@@ -803,6 +804,9 @@ def _offset_uses(body: c_ast.Node, name: str, offset: c_ast.Node) -> c_ast.Node:
 
 
 def _offset_one(node: c_ast.Node, name: str, offset: c_ast.Node) -> c_ast.Node:
+    if isinstance(node, c_ast.StructRef):     # `s.name` is a member, not the variable
+        node.name = _offset_one(node.name, name, offset)
+        return node
     if is_var(node, name):
         return c_ast.BinaryOp("+", node, clone(offset))
     if isinstance(node, c_ast.ArrayRef) and is_var(node.name, name):

@@ -51,6 +51,9 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     if taken:
         raise NotGemm(f"the address of loop variable '{taken[0]}' is taken: what is read through "
                       "it changes with the loops")
+    if canon.inductions and facts.local_types:
+        raise NotGemm(f"the function defines types of its own: the type of '{min(canon.inductions)}'"
+                      ", which the loops step, is not certain")
     taken = sorted(canon.inductions & facts.address_taken)
     if taken:
         raise NotGemm(f"the address of '{taken[0]}', which the loops step, is taken: what is "
@@ -58,6 +61,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     if facts.returns_twice:
         raise NotGemm(f"the function calls '{facts.returns_twice}', which returns twice: which "
                       "of its locals a longjmp leaves changed depends on how it is compiled")
+    _check_pointer_inits(outer)
     scope = scope.snapshot()
     nest = parse_nest(outer, scope)
     iterators = [lp.var for lp in nest.loops]
@@ -444,6 +448,37 @@ def _check_invariants(nest: LoopNest, ev: Evaluator, facts: FunctionFacts, scope
         t = scope.type_of(name)
         if t is not None and ctype.is_volatile(t):
             raise NotGemm(f"'{name}' is volatile")
+
+
+def _check_pointer_inits(outer: c_ast.For) -> None:
+    """A pointer declared in the nest is read as its initializer wherever it is used: the
+    variables that initializer reads must hold then what they held at the declaration -- no
+    counter of a loop inside the declaration's scope (`bp = B + (k - K)*n;` before `for (k = 0;
+    ...)` reads the previous loop's k), nothing the nest stores to."""
+    stored = {n.lvalue.name for n in walk(outer)
+              if isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.ID)}
+    stored |= {n.expr.name for n in walk(outer) if isinstance(n, c_ast.UnaryOp)
+               and n.op in ("++", "--", "p++", "p--") and isinstance(n.expr, c_ast.ID)}
+
+    def visit(node: c_ast.Node, enclosing: frozenset[str]) -> None:
+        if isinstance(node, c_ast.For):
+            inner = enclosing | _loop_variables(c_ast.For(node.init, None, None, None))
+            for child in (node.init, node.cond, node.next):
+                if child is not None:
+                    visit(child, enclosing)
+            if node.stmt is not None:
+                visit(node.stmt, inner)
+            return
+        if isinstance(node, c_ast.Decl) and isinstance(node.type, c_ast.PtrDecl) and \
+                node.init is not None:
+            stale = sorted(_names_in(node.init) & (stored - enclosing))
+            if stale:
+                raise NotGemm(f"pointer '{node.name}' is set from '{stale[0]}', which the nest "
+                              "changes after the declaration")
+        for _, child in node.children():
+            visit(child, enclosing)
+
+    visit(outer, frozenset())
 
 
 def _loop_variables(outer: c_ast.For) -> set[str]:

@@ -442,6 +442,26 @@ long pragma_between(int M, int N, int K, const float *A, const float *B, float *
 }
 """
 
+# Stepped by the outer loop and read by a statement beside the GEMM (split off, run after it in
+# a copy of the loop: it must see the values on entry, the finals come last).
+STEPPED_READ_BESIDE = """
+void beside(int m, int n, int kk, const float *A, const float *B, float *C, const float *D,
+            float *info)
+{
+    const float *d = D;
+    int rows = 3;
+    for (int i = 0; i < m; i++, d += n, rows++) {
+        info[i] = d[0] + rows;
+        for (int j = 0; j < n; j++) {
+            float s = 0;
+            for (int k = 0; k < kk; k++)
+                s += A[i * kk + k] * B[k * n + j];
+            C[i * n + j] += s;
+        }
+    }
+}
+"""
+
 ROWWISE = """
 void rowwise(int n, const float *A, const float *B, float *C, float *rowmax)
 {
@@ -560,6 +580,11 @@ FAMILIES = {
     "pragma_between_loops_and_a_decrementing_loop": (
         PRAGMA_BETWEEN, "long pragma_between(int, int, int, const float *, const float *, "
                         "float *);", "float", _plain),
+    "stepped_by_the_outer_loop_and_read_beside_the_gemm": (
+        STEPPED_READ_BESIDE, "void beside(int, int, int, const float *, const float *, float *, "
+                             "const float *, float *);", "float",
+        lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n), ("T*", m, n),
+                         ("T*", m, n), ("T*", 1, m)]),
     "f2c_tn_beta_zero": (F2C_TN, "int sgemm_tn(int *, int *, int *, float *, float *, int *, "
                                  "float *, int *, float *, float *, int *);", "float", _f2c_tn),
 }
@@ -747,6 +772,47 @@ void f(int M, int N, int K, const float *A, const float *B, float *C)
             C[ic++] = s;
         }
 }""", "not affine"),
+    "a pointer set from the counter of a loop after it": ("""
+int f(int m, int n, int kk, const float *A, const float *B, float *C)
+{
+    int i, j, k = kk;
+    for (i = 0; i < m; i++)
+        for (j = 0; j < n; j++) {
+            float s = 0;
+            const float *bp = B + j + (k - kk) * n;
+            for (k = 0; k < kk; k++, bp += n)
+                s += A[i * kk + k] * *bp;
+            C[i * n + j] += s;
+        }
+    return k;
+}""", "which the nest changes after the declaration"),
+    "a static index in the nest, which is not set again": ("""
+void f(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++) {
+        static int kk = 0;
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++, kk++)
+                s += A[i * K + k] * B[kk];
+            C[i * N + j] = s;
+        }
+    }
+}""", "does not step by +1"),
+    "a stepped variable whose type a local typedef gives": ("""
+typedef int real;
+void f(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    typedef float real;
+    real bias = 16777216.0f;
+    for (int i = 0; i < M; i++, bias += 1.0f)
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s += A[i * K + k] * B[k * N + j];
+            C[i * N + j] = s + bias;
+        }
+}""", "defines types of its own"),
     "unrolled with a wrong remainder": ("""
 void f(int n, const float *A, const float *B, float *C)
 {
