@@ -16,7 +16,7 @@ from kernelfarer.toolchain import clang_path
 
 # Spelled for the preprocessor only: GNU/clang extensions in real headers that pycparser rejects.
 _EXTENSION_DEFINES = (
-    "-D__attribute__(x)=",
+    "-D__attribute__(x)=__kf_attribute(x)",     # dropped by parsefix, which reads vector_size
     "-D__extension__=",
     # offsetof (clang's <stddef.h> spells it __builtin_offsetof), __builtin_types_compatible_p,
     # __builtin_choose_expr take types or commas inside braces: values the analysis never knows

@@ -110,7 +110,7 @@ def resolve(node: c_ast.Node, typedefs: dict[str, c_ast.Node]) -> CType:
         elif isinstance(inner, (c_ast.Struct, c_ast.Union)):
             t = record(inner, typedefs)
         elif isinstance(inner, c_ast.Enum):
-            t = INT
+            t = Other("enum")        # its width is the compiler's (-fshort-enums, packed, > 32 bits)
         else:
             t = Other(type(inner).__name__)
         return _with_volatile(t, volatile)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from pycparser import c_ast, c_generator
 
-from kernelfarer.canon_base import names_in
+from kernelfarer.canon_base import names_in, walk
 from kernelfarer.nest import LoopNest, NotGemm
 
 _GEN = c_generator.CGenerator()
@@ -36,6 +36,15 @@ fabs fabsf fmax fmaxf fmin fminf exp expf exp2 exp2f expm1 expm1f log logf log1p
 sqrt sqrtf cbrt cbrtf tanh tanhf sinh sinhf cosh coshf sin sinf cos cosf tan tanf atan atanf erf
 erff erfc erfcf pow powf floor floorf ceil ceilf round roundf trunc truncf copysign copysignf
 fma fmaf hypot hypotf
+""".split())
+
+
+# The pure functions that never set errno (C leaves no error to these): an epilogue calling any
+# other (logf, expf, a file's own sigmoid) runs as the in-order pass, whose last error is the
+# original's.
+NO_ERRNO_FUNCTIONS = frozenset("""
+fabs fabsf fmax fmaxf fmin fminf floor floorf ceil ceilf round roundf trunc truncf copysign
+copysignf tanh tanhf
 """.split())
 
 
@@ -313,6 +322,11 @@ def fusion_form(nest: LoopNest, epi: Epilogue, scope, facts, nest_ids: set[int],
     if carried:
         raise NotGemm(f"the epilogue carries '{carried}' from one element to the next (it reads "
                       "it before it sets it): the elements' order matters")
+    calls = sorted({_GEN.visit(n.name) for s in statements for n in walk(s)
+                    if isinstance(n, c_ast.FuncCall)} - NO_ERRNO_FUNCTIONS)
+    if calls:
+        raise NotGemm(f"the epilogue calls '{calls[0]}', which may set errno: which element's "
+                      "error is the last one depends on the elements' order")
     for name in sorted(set().union(*(names_in(s) for s in statements))):
         decl = scope.lookup(name)
         if decl is not None and {"_Thread_local", "__thread", "thread_local"} & set(

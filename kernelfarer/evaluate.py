@@ -99,6 +99,11 @@ class Evaluator:
             return self._scalar_param(node)
         if isinstance(node, c_ast.UnaryOp):
             if node.op == "-":
+                inner = node.expr
+                if isinstance(inner, c_ast.Constant) and inner.type in ("float", "double") \
+                        and _float_value(inner) == 0.0:
+                    raise NotGemm(f"negative zero constant -{inner.value}: its sign is not "
+                                  "kept by a scale of zero")
                 return lin_scale(self.value(node.expr, state), Poly.const(-1))
             if node.op == "+":
                 return self.value(node.expr, state)
@@ -152,13 +157,11 @@ class Evaluator:
         return isinstance(t, Scalar) and t.kind == "float" and t.bits == 16
 
     def _constant(self, node: c_ast.Constant) -> Lin:
+        if node.type == "long double":
+            raise NotGemm(f"long double constant {node.value} (mixed precision)")
         if node.type in ("float", "double"):
-            text = node.value.lower().rstrip("fl")
-            try:
-                if float(text) == 0.0:
-                    return {ZERO: Poly.const(1)}
-            except ValueError:
-                pass
+            if _float_value(node) == 0.0:
+                return {ZERO: Poly.const(1)}
             is_float = node.value.lower().endswith("f")
             if self.dtype and self.dtype.kind == "int":
                 raise NotGemm(f"floating-point constant {node.value} in an integer GEMM")
@@ -348,6 +351,14 @@ _FUSED_MULTIPLY_ADD = {"fmaf": ("float", 4), "fma": ("float", 8)}
 def _plain_char(t: Scalar) -> bool:
     return t.spelling.split()[-1:] == ["char"] and not {"signed", "unsigned"} & set(
         t.spelling.split())
+
+
+def _float_value(node: c_ast.Constant) -> float | None:
+    """The value of a floating literal written in decimal (None for another spelling)."""
+    try:
+        return float(node.value.lower().rstrip("fl"))
+    except ValueError:
+        return None
 
 
 def _int_value(node: c_ast.Constant) -> tuple[int, Scalar]:

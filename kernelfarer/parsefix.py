@@ -54,6 +54,7 @@ def for_parser(text: str) -> str:
     out: list[str] = []
     pos = 0
     closers = _control_closers(tokens)
+    retyped = _retyped(tokens)          # base types of declarations a vector/mode attribute changes
     goto_ends: set[int] = set()         # the ';' of computed gotos: `)` goes before them
     i = 0
     while i < len(tokens):
@@ -61,7 +62,13 @@ def for_parser(text: str) -> str:
         out.append(_blank(text[pos:tok.offset]))
         pos = tok.end
         prev = tokens[i - 1] if i > 0 else None
-        if tok.kind == "number" and _imaginary(tok.text):
+        if i in retyped:
+            out.append(retyped[i])
+        elif tok.text == "__kf_attribute" and i + 1 < len(tokens) and tokens[i + 1].text == "(" \
+                and (close := _matching(tokens, i + 1)) is not None:
+            pos = tokens[close].end                 # __attribute__((...)): dropped
+            i = close
+        elif tok.kind == "number" and _imaginary(tok.text):
             out.append(f"__kf_imaginary({_digits(tok.text)})")
         elif tok.kind == "ident" and tok.text in _ASM:
             j = i + 1
@@ -130,6 +137,48 @@ def for_parser(text: str) -> str:
     out.append(_blank(text[pos:]))
     return "".join(out)
 
+
+
+# Attributes that make a declaration's type another one: a vector of its base type, or an
+# integer or float of another width (`mode(DI)`, glibc's register_t).
+_RETYPING = {"vector_size", "__vector_size__", "ext_vector_type", "__ext_vector_type__", "mode",
+             "__mode__"}
+_BASE_TYPE_WORDS = {"void", "char", "short", "int", "long", "float", "double", "signed",
+                    "unsigned", "_Bool", "__int128"}
+_SPECIFIER_WORDS = {"typedef", "const", "volatile", "static", "extern", "register", "__kf_attribute",
+                    "restrict", "inline", "_Thread_local", "__thread"}
+
+
+def _retyped(tokens: list[Token]) -> dict[int, str]:
+    """Token index -> replacement text for the base type of each declaration with a retyping
+    attribute (`typedef float v4f __attribute__((vector_size(16)));`): its type becomes opaque
+    (`__kf_auto`), so that arrays of such vectors are never taken for arrays of numbers."""
+    out: dict[int, str] = {}
+    for i, tok in enumerate(tokens):
+        if tok.text != "__kf_attribute" or i + 1 >= len(tokens) or tokens[i + 1].text != "(":
+            continue
+        close = _matching(tokens, i + 1)
+        if close is None or not any(t.text in _RETYPING for t in tokens[i + 2:close]):
+            continue
+        start = i
+        while start > 0 and tokens[start - 1].text not in (";", "{", "}") and \
+                tokens[start - 1].kind != "directive":
+            start -= 1
+        j = start
+        while j < len(tokens) and tokens[j].text in _SPECIFIER_WORDS:
+            j = _matching(tokens, j + 1) + 1 if tokens[j].text == "__kf_attribute" and \
+                j + 1 < len(tokens) and _matching(tokens, j + 1) is not None else j + 1
+        run = []
+        while j < len(tokens) and tokens[j].text in _BASE_TYPE_WORDS | {"const", "volatile"}:
+            run.append(j)
+            j += 1
+        if not run and j < len(tokens) and tokens[j].kind == "ident":
+            run = [j]                               # a typedef name as the base type
+        words = [k for k in run if tokens[k].text not in ("const", "volatile")]
+        if words:
+            out[words[0]] = "__kf_auto"
+            out.update({k: "" for k in words[1:]})
+    return out
 
 
 def _attribute_end(tokens: list[Token], i: int) -> int | None:

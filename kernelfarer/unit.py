@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 import re
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pycparser import c_ast
 
-from kernelfarer.canon_base import walk
+from kernelfarer.canon_base import loop_var, walk
 from kernelfarer.canonical import Context, canonicalize, min_functions
 from kernelfarer.classify import kind_of
 from kernelfarer.ctype import Scope, struct_key
@@ -128,6 +128,41 @@ def _check_openmp(node: c_ast.Node, before: c_ast.Node | None) -> None:
                           "skips) the loops in a way a call of the fast path would not")
 
 
+_OMP_WORKSHARING = re.compile(r"^\s*omp\s+(?:parallel\s+)?for\b")
+_OMP_PRIVATE = re.compile(r"\b(?:first)?private\s*\(([^)]*)\)")
+
+
+def _omp_private(node: c_ast.Node, before: c_ast.Node | None) -> set[str]:
+    """The variables OpenMP makes private to the pragmas on and in the nest, under -fopenmp: the
+    counter of a `for` loop a work-sharing pragma applies to, and those of its private and
+    firstprivate clauses (their original copies keep their values)."""
+    out: set[str] = set()
+    pairs = [(before, node)] if isinstance(before, c_ast.Pragma) else []
+    for block in (n for n in walk(node) if isinstance(n, c_ast.Compound)):
+        items = block.block_items or []
+        pairs += [(items[i], items[i + 1] if i + 1 < len(items) else None)
+                  for i in range(len(items)) if isinstance(items[i], c_ast.Pragma)]
+    for pragma, loop in pairs:
+        text = " ".join((pragma.string or "").split())
+        if not text.startswith("omp"):
+            continue
+        for names in _OMP_PRIVATE.findall(text):
+            out |= {name.strip() for name in names.split(",") if name.strip()}
+        if _OMP_WORKSHARING.match(text) and isinstance(loop, c_ast.For) and loop_var(loop):
+            out.add(loop_var(loop))
+    return out
+
+
+def _set_name(statement: str) -> str:
+    match = re.match(r"\s*([A-Za-z_]\w*)", statement)
+    return match.group(1) if match else ""
+
+
+def _unless_openmp(statement: str) -> str:
+    """A final value for a variable OpenMP keeps private: under -fopenmp the original leaves it."""
+    return f"\n#if !defined(_OPENMP)\n{statement}\n#endif\n"
+
+
 def _ids_within(node: c_ast.Node) -> set[int]:
     out = {id(node)}
     for _, child in node.children():
@@ -235,6 +270,10 @@ class _Walker:
             self.statement(node.stmt, scope, depth + 1)
             scope.pop()
             return
+        private = _omp_private(node, before)
+        if private:
+            spec = replace(spec, finals=tuple(_unless_openmp(f) if _set_name(f) in private else f
+                                              for f in spec.finals))
         pragmas = id(node) in self.pragma_loops or _holds_pragma(node)
         parallel = id(node) in self.parallel_loops or _holds_omp_parallel(node)
         self.candidates.append(Candidate(node, self.func, location, rank, spec, "", pragmas,

@@ -813,6 +813,33 @@ void f(int M, int N, int K, const float *A, const float *B, float *C)
             C[i * N + j] = s + bias;
         }
 }""", "defines types of its own"),
+    "matrices of vector types": ("""
+typedef float v4 __attribute__((vector_size(16)));
+void f(int M, int N, int K, const v4 *A, const v4 *B, v4 *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++)
+            for (int k = 0; k < K; k++)
+                C[i * N + j] += A[i * K + k] * B[k * N + j];
+}""", "not an array of numbers"),
+    "integers of a width the mode attribute gives": ("""
+typedef int i64m __attribute__((__mode__(__DI__)));
+void f(int M, int N, int K, const i64m *A, const i64m *B, i64m *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++)
+            for (int k = 0; k < K; k++)
+                C[i * N + j] += A[i * K + k] * B[k * N + j];
+}""", "not an array of numbers"),
+    "matrices of an enum (its width is the compiler's)": ("""
+enum level { LOW, MID, HIGH };
+void f(int M, int N, int K, const enum level *A, const enum level *B, enum level *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++)
+            for (int k = 0; k < K; k++)
+                C[i * N + j] += A[i * K + k] * B[k * N + j];
+}""", "not an array of numbers"),
     "unrolled with a wrong remainder": ("""
 void f(int n, const float *A, const float *B, float *C)
 {
@@ -931,3 +958,48 @@ again:
     assert any(":5:5:" in ln for ln in lines), lines     # the while loop
     assert any(":6:9:" in ln for ln in lines), lines     # the nest inside it
     assert any(":13:5:" in ln for ln in lines), lines    # the labelled nest
+
+
+def test_an_epilogue_that_may_set_errno_runs_in_order(tmp_path):
+    """logf, expf, a file's own sigmoid may set errno: the last error must be the one the
+    original's element order leaves, so such an epilogue runs as the in-order pass (tanhf and
+    fmaxf set nothing, and stay fused); a scale of -0.0 is the epilogue's, not an alpha of 0."""
+    src = tmp_path / "errno.c"
+    src.write_text("""
+#include <math.h>
+void logs(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s += A[i * K + k] * B[k * N + j];
+            C[i * N + j] = logf(s);
+        }
+}
+void acts(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s += A[i * K + k] * B[k * N + j];
+            C[i * N + j] = tanhf(fmaxf(s, 0.0f));
+        }
+}
+void negzero(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s += A[i * K + k] * B[k * N + j];
+            C[i * N + j] = s * -0.0f;
+        }
+}
+""")
+    result = rewrite_file(str(src), RewriteOptions(target=native_target()))
+    logs, acts, negzero = [dict(r.details) for r in result.remarks if r.replaced]
+    assert "may set errno" in logs["epilogue"], logs["epilogue"]
+    assert "not fused" not in acts["epilogue"], acts["epilogue"]
+    assert negzero["alpha"] == "1" and "epilogue" in negzero["description"], negzero

@@ -213,3 +213,54 @@ def test_explain_prints_the_schedule_tree_with_the_shared_loops(tmp_path) -> Non
         assert "band: [M, N, K] -> { Kern[jc, pc, ic, jr, ir] -> [ir] }" in tree
         assert tree.index("filter: PackB") < tree.index("filter: Kern, PackA") \
             < tree.index("filter: PackA\n")
+
+
+PRIVATE_COUNTERS = r"""
+#include <stdio.h>
+__attribute__((noinline)) void mm(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    int i = -5, j = -7, k = -9;
+    float acc;
+#pragma omp parallel for private(j, k, acc)
+    for (i = 0; i < M; i++)
+        for (j = 0; j < N; j++) {
+            acc = 0;
+            for (k = 0; k < K; k++)
+                acc += A[i * K + k] * B[k * N + j];
+            C[i * N + j] = acc;
+        }
+    printf("i=%d j=%d k=%d C=%g\n", i, j, k, C[M * N - 1]);
+}
+
+int main(void)
+{
+    static float A[67 * 61], B[61 * 59], C[67 * 59];
+    int e;
+    for (e = 0; e < 67 * 61; e++) A[e] = (float)(e % 5 - 2);
+    for (e = 0; e < 61 * 59; e++) B[e] = (float)(e % 3 - 1);
+    mm(67, 59, 61, A, B, C);
+    return 0;
+}
+"""
+
+
+def test_counters_openmp_keeps_private_are_left_as_they_were(tmp_path) -> None:
+    """Under -fopenmp the parallel loop's counter and the private() ones are the threads' own
+    copies: the function's variables keep their values (without OpenMP the loops leave theirs)."""
+    source = tmp_path / "private.c"
+    source.write_text(PRIVATE_COUNTERS)
+    out = tmp_path / "private_kf.c"
+    done = run_cli("rewrite", source, "-o", out, "--remarks")
+    assert done.returncode == 0 and "replaced" in done.stderr, done.stderr
+    for flags in (["-fopenmp"], []):
+        outputs = []
+        for path in (source, out):
+            exe = tmp_path / f"{path.stem}{len(flags)}"
+            built = subprocess.run([CLANG, "-O2", *TRACE_FLAGS, *flags, str(path), "-o", str(exe)],
+                                   capture_output=True, text=True)
+            assert built.returncode == 0, built.stderr[-2000:]
+            ran = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60,
+                                 env={**os.environ, "OMP_NUM_THREADS": "2"})
+            outputs.append(ran.stdout)
+        assert outputs[0] == outputs[1], (flags, outputs)
+        assert outputs[0].startswith("i=-5 j=-7 k=-9" if flags else "i=67 j=59 k=61"), outputs
