@@ -111,7 +111,13 @@ def ascii_name(name: str) -> str:
     return "".join(c if c.isascii() else f"_kfU{ord(c):06x}_" for c in name)
 
 
+# The parser's names of the half-precision types (cpp.py), as C spells them.
+_HALF_TYPES = re.compile(r"\b__kf_(b?)float16\b")
+
+
 def plain_names(text: str) -> str:
-    """`text` (generated from the analysis) with the identifiers `ascii_name` escaped spelled as
-    the user wrote them."""
+    """`text` (generated from the analysis) with the identifiers `ascii_name` escaped, and the
+    half-precision types, spelled as the user wrote them."""
+    if "__kf_" in text:
+        text = _HALF_TYPES.sub(lambda m: "__bf16" if m[1] else "_Float16", text)
     return _ESCAPED.sub(lambda m: chr(int(m[1], 16)), text) if "_kfU" in text else text

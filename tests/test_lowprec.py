@@ -386,6 +386,29 @@ def test_a_product_of_two_bf16_is_not_taken_for_an_exact_one(tmp_path) -> None:
     assert "rounded to 16 bits" in result.remarks[0].message()
 
 
+def test_an_epilogue_reading_half_types_is_generated_with_their_names(tmp_path) -> None:
+    """A bf16 (or _Float16) bias read by the fused epilogue: the hook's captures are declared
+    with the user's type names, not the parser's stand-ins (the file failed to compile)."""
+    src = tmp_path / "bias.c"
+    src.write_text("""
+#include <math.h>
+void layer(int M, int N, int K, const __bf16 *A, const __bf16 *B, const __bf16 *bias,
+           const _Float16 *scale, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float acc = 0;
+            for (int k = 0; k < K; k++)
+                acc += (float)A[i * K + k] * (float)B[k * N + j];
+            C[i * N + j] = fmaxf(acc + (float)bias[j], 0.0f) * (float)scale[i];
+        }
+}
+""")
+    result = rewrite_file(str(src), RewriteOptions(target="x86-avx2", verify=True))
+    assert result.replaced == 1, [r.message() for r in result.remarks]
+    assert "__kf_" not in result.text and "const __bf16 *" in result.text
+
+
 def test_uint8_held_in_a_signed_char_is_not_taken_for_the_element(tmp_path) -> None:
     """A uint8 element stored to a signed char on the way changes value (200 becomes -56): the
     nest is not a GEMM of the uint8 array; held in an int, it is."""
