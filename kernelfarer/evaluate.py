@@ -115,6 +115,9 @@ class Evaluator:
                 raise NotGemm(f"conversion to '{_GEN.visit(node.to_type)}' in the loop body")
             return self.value(node.expr, state)
         if isinstance(node, c_ast.BinaryOp):
+            if node.op == "-" and isinstance(node.left, c_ast.Constant) and \
+                    node.left.type in ("float", "double") and _float_value(node.left) == 0.0:
+                raise NotGemm(f"{node.left.value} - x is +0 where -x is -0: not a scale of -1")
             if node.op in ("+", "-"):
                 return lin_add(self.value(node.left, state), self.value(node.right, state),
                                 1 if node.op == "+" else -1)

@@ -963,7 +963,8 @@ again:
 def test_an_epilogue_that_may_set_errno_runs_in_order(tmp_path):
     """logf, expf, a file's own sigmoid may set errno: the last error must be the one the
     original's element order leaves, so such an epilogue runs as the in-order pass (tanhf and
-    fmaxf set nothing, and stay fused); a scale of -0.0 is the epilogue's, not an alpha of 0."""
+    fmaxf set nothing, and stay fused); a scale of -0.0 is the epilogue's, not an alpha of 0, and
+    so is `0.0f - s` (+0 where -s is -0)."""
     src = tmp_path / "errno.c"
     src.write_text("""
 #include <math.h>
@@ -997,9 +998,20 @@ void negzero(int M, int N, int K, const float *A, const float *B, float *C)
             C[i * N + j] = s * -0.0f;
         }
 }
+void zerominus(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s += A[i * K + k] * B[k * N + j];
+            C[i * N + j] = 0.0f - s;
+        }
+}
 """)
     result = rewrite_file(str(src), RewriteOptions(target=native_target()))
-    logs, acts, negzero = [dict(r.details) for r in result.remarks if r.replaced]
+    logs, acts, negzero, zerominus = [dict(r.details) for r in result.remarks if r.replaced]
+    assert zerominus["alpha"] == "1" and "epilogue" in zerominus["description"], zerominus
     assert "may set errno" in logs["epilogue"], logs["epilogue"]
     assert "not fused" not in acts["epilogue"], acts["epilogue"]
     assert negzero["alpha"] == "1" and "epilogue" in negzero["description"], negzero
