@@ -822,6 +822,15 @@ void f(int M, int N, int K, const v4 *A, const v4 *B, v4 *C)
             for (int k = 0; k < K; k++)
                 C[i * N + j] += A[i * K + k] * B[k * N + j];
 }""", "not an array of numbers"),
+    "matrices of the intrinsics' vector types": ("""
+#include <immintrin.h>
+void f(int M, int N, int K, const __m256 *A, const __m256 *B, __m256 *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++)
+            for (int k = 0; k < K; k++)
+                C[i * N + j] += A[i * K + k] * B[k * N + j];
+}""", "not an array of numbers"),
     "integers of a width the mode attribute gives": ("""
 typedef int i64m __attribute__((__mode__(__DI__)));
 void f(int M, int N, int K, const i64m *A, const i64m *B, i64m *C)
