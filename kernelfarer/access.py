@@ -109,7 +109,7 @@ def flatten_access(node: c_ast.ArrayRef, scope: Scope, conv: IndexConverter,
         raise NotGemm(f"array access through '{_GEN.visit(base)}' (only named arrays, pointers "
                       "and struct members)")
     if ctype.is_volatile(t):
-        raise NotGemm(f"'{name}' is volatile")
+        raise NotGemm(f"'{name}' is volatile (or _Atomic)")
     if (len(subscripts) == 2 and isinstance(ctype.element(t), Pointer)
             and isinstance(ctype.element(ctype.element(t)), Scalar)):
         return _row_table_access(name, t, subscripts, conv)
@@ -168,7 +168,7 @@ def _row_table_access(name: str, t: ctype.CType, subscripts: list[c_ast.Node],
         raise NotGemm(f"subscript of '{name}' is not affine: {exc}") from None
     elem = ctype.element(ctype.element(t))
     if ctype.is_volatile(elem):
-        raise NotGemm(f"'{name}' is volatile")
+        raise NotGemm(f"'{name}' is volatile (or _Atomic)")
     if not row.symbols() & conv.iterators:
         # one row of the table for the whole nest (a layer's weights `W[l]` inside `for l`): a
         # plain pointer, named by its expression

@@ -220,7 +220,7 @@ class IndexConverter:
             if not isinstance(t, Scalar) or t.kind != "int":
                 raise NotAffine(f"'{name}' is not an integer")
             if t.volatile:
-                raise NotAffine(f"'{name}' is volatile")
+                raise NotAffine(f"'{name}' is volatile (or _Atomic)")
             if name in self.iterators and not isinstance(node, c_ast.ID):
                 raise NotAffine(f"'{name}' shadows a loop variable")
             if name not in self.iterators:

@@ -103,7 +103,8 @@ def scalar_from_names(names: list[str], typedefs: dict[str, c_ast.Node]) -> CTyp
 def resolve(node: c_ast.Node, typedefs: dict[str, c_ast.Node]) -> CType:
     """The CType of a declarator (the `type` of a Decl, Typedef or Typename)."""
     if isinstance(node, c_ast.TypeDecl):
-        volatile = "volatile" in (node.quals or [])
+        # _Atomic: every access is an atomic one, which a kernel's plain loads and stores are not
+        volatile = bool({"volatile", "_Atomic"} & set(node.quals or []))
         inner = node.type
         if isinstance(inner, c_ast.IdentifierType):
             t = scalar_from_names(inner.names, typedefs)
@@ -117,7 +118,7 @@ def resolve(node: c_ast.Node, typedefs: dict[str, c_ast.Node]) -> CType:
     if isinstance(node, c_ast.PtrDecl):
         quals = node.quals or []
         return Pointer(resolve(node.type, typedefs), restrict="restrict" in quals,
-                       volatile="volatile" in quals)
+                       volatile=bool({"volatile", "_Atomic"} & set(quals)))
     if isinstance(node, c_ast.ArrayDecl):
         return Array(resolve(node.type, typedefs), node.dim)
     if isinstance(node, (c_ast.Typedef, c_ast.Typename, c_ast.Decl)):

@@ -388,7 +388,7 @@ def fusion_form(nest: LoopNest, epi: Epilogue, scope, facts, nest_ids: set[int],
         if "register" in storage or "extern" in storage:
             raise NotGemm(f"'{name}' is declared {' '.join(storage)}")
         if _is_volatile(decl.type):
-            raise NotGemm(f"'{name}' is volatile")
+            raise NotGemm(f"'{name}' is volatile (or _Atomic)")
         value_type = _adjusted(decl.type) if scope.is_param(decl) else decl.type
         if isinstance(value_type, c_ast.ArrayDecl):
             raise NotGemm(f"'{name}' is a local array")

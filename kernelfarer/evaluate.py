@@ -188,7 +188,7 @@ class Evaluator:
         if not isinstance(t, Scalar):
             raise NotGemm(f"'{name}' is not a scalar")
         if t.volatile:
-            raise NotGemm(f"'{name}' is volatile")
+            raise NotGemm(f"'{name}' is volatile (or _Atomic)")
         if self.dtype and t.kind == "float" and (self.dtype.kind == "int"
                                                   or t.bits > self.dtype.size * 8):
             raise NotGemm(f"'{name}' is {t.spelling} in a {self.dtype.ctype} computation "
@@ -289,7 +289,7 @@ class Evaluator:
         """A pointer declared inside the nest: an alias of an address inside an array."""
         t = ctype.resolve(decl.type, self.scope.typedefs)
         if ctype.is_volatile(t):
-            raise NotGemm(f"'{decl.name}' is volatile")
+            raise NotGemm(f"'{decl.name}' is volatile (or _Atomic)")
         if decl.init is None:
             raise NotGemm(f"pointer '{decl.name}' is declared without a value in the nest")
         self.scope.declare(decl)
@@ -338,7 +338,7 @@ class Evaluator:
 
     def _check_scalar_type(self, name: str, t: Scalar) -> None:
         if t.volatile:
-            raise NotGemm(f"'{name}' is volatile")
+            raise NotGemm(f"'{name}' is volatile (or _Atomic)")
         if self.dtype is not None and not (self.dtype.is_result(t.kind, t.bits, t.signed)
                                            or self.dtype.is_operand(t.kind, t.bits, t.signed)
                                            or t.spelling == "signed char" and self.dtype is DType.I32):

@@ -186,7 +186,7 @@ def parse_loop(node: c_ast.For, scope: Scope, outer_vars: list[str],
     if not isinstance(var_type, Scalar) or var_type.kind != "int":
         raise NotGemm(f"loop variable '{var}' is not an integer")
     if var_type.volatile:
-        raise NotGemm(f"loop variable '{var}' is volatile")
+        raise NotGemm(f"loop variable '{var}' is volatile (or _Atomic)")
     if var_type.bits < 32:
         raise NotGemm(f"loop variable '{var}' is narrower than int ({var_type.spelling})")
     upper_node, inclusive = _loop_cond(node, var)

@@ -447,7 +447,7 @@ def _check_invariants(nest: LoopNest, ev: Evaluator, facts: FunctionFacts, scope
     for name in ev.scalar_params | ev.conv.params:
         t = scope.type_of(name)
         if t is not None and ctype.is_volatile(t):
-            raise NotGemm(f"'{name}' is volatile")
+            raise NotGemm(f"'{name}' is volatile (or _Atomic)")
 
 
 def _check_pointer_inits(outer: c_ast.For) -> None:

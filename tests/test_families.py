@@ -840,6 +840,14 @@ void f(int M, int N, int K, const i64m *A, const i64m *B, i64m *C)
             for (int k = 0; k < K; k++)
                 C[i * N + j] += A[i * K + k] * B[k * N + j];
 }""", "not an array of numbers"),
+    "an _Atomic result (each update an atomic one)": ("""
+void f(int M, int N, int K, const float *A, const float *B, _Atomic float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++)
+            for (int j = 0; j < N; j++)
+                C[i * N + j] += A[i * K + k] * B[k * N + j];
+}""", "_Atomic"),
     "matrices of an enum (its width is the compiler's)": ("""
 enum level { LOW, MID, HIGH };
 void f(int M, int N, int K, const enum level *A, const enum level *B, enum level *C)
