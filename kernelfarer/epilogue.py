@@ -93,16 +93,28 @@ def pure_functions(ast: c_ast.FileAST) -> frozenset[str]:
                 changed = True
             else:
                 why[name] = "its body is more than `return <expression>;`"
-    return PureFunctions(found, why)
+    # ... and those of the file's pure functions that call nothing that may set errno
+    quiet = set(NO_ERRNO_FUNCTIONS)
+    changed = True
+    while changed:
+        changed = False
+        for name in sorted(found & set(defs) - quiet):
+            calls = {_GEN.visit(n.name) for n in walk(defs[name].body)
+                     if isinstance(n, c_ast.FuncCall)}
+            if calls <= quiet:
+                quiet.add(name)
+                changed = True
+    return PureFunctions(found, why, quiet)
 
 
 class PureFunctions(frozenset):
     """Names of functions without side effects and memory reads, and why the file's other
     functions are not among them (for remarks)."""
 
-    def __new__(cls, names, why: dict[str, str]):
+    def __new__(cls, names, why: dict[str, str], errno_free=NO_ERRNO_FUNCTIONS):
         self = super().__new__(cls, names)
         self.why = dict(why)
+        self.errno_free = frozenset(errno_free)    # ... and never set errno (nor what they call)
         return self
 
 
@@ -306,7 +318,8 @@ class Fusion:
 
 
 def fusion_form(nest: LoopNest, epi: Epilogue, scope, facts, nest_ids: set[int],
-                rows: tuple[str, str], cols: tuple[str, str], var_types: dict[str, str]) -> Fusion:
+                rows: tuple[str, str], cols: tuple[str, str], var_types: dict[str, str],
+                functions=None) -> Fusion:
     """The epilogue of `nest` as a hook, or NotGemm saying why it runs as a separate pass.
     `rows`/`cols`: the user's variables of C's rows and columns with the C text of their first
     value.  The element order changes (panel by panel), which only matters for what an element's
@@ -323,7 +336,8 @@ def fusion_form(nest: LoopNest, epi: Epilogue, scope, facts, nest_ids: set[int],
         raise NotGemm(f"the epilogue carries '{carried}' from one element to the next (it reads "
                       "it before it sets it): the elements' order matters")
     calls = sorted({_GEN.visit(n.name) for s in statements for n in walk(s)
-                    if isinstance(n, c_ast.FuncCall)} - NO_ERRNO_FUNCTIONS)
+                    if isinstance(n, c_ast.FuncCall)}
+                   - getattr(functions, "errno_free", NO_ERRNO_FUNCTIONS))
     if calls:
         raise NotGemm(f"the epilogue calls '{calls[0]}', which may set errno: which element's "
                       "error is the last one depends on the elements' order")

@@ -236,7 +236,8 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         try:
             fusion = fusion_form(nest, epi, scope, facts, nest_ids,
                                  (m_var, starts[m_var].to_c()), (n_var, starts[n_var].to_c()),
-                                 {v: loops[v].var_type.spelling for v in (m_var, n_var)})
+                                 {v: loops[v].var_type.spelling for v in (m_var, n_var)},
+                                 functions)
         except NotGemm as exc:
             fusion_refusal = str(exc)
 

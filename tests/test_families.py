@@ -1015,6 +1015,26 @@ void negzero(int M, int N, int K, const float *A, const float *B, float *C)
             C[i * N + j] = s * -0.0f;
         }
 }
+static float relu(float x) { return x > 0 ? x : 0; }
+static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+static float gate(float x) { return relu(x) * sigmoid(x); }
+void own(int M, int N, int K, const float *A, const float *B, float *C, float *D)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s += A[i * K + k] * B[k * N + j];
+            C[i * N + j] = relu(s);
+        }
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s += A[i * K + k] * B[k * N + j];
+            D[i * N + j] = gate(s);
+        }
+}
 void zerominus(int M, int N, int K, const float *A, const float *B, float *C)
 {
     for (int i = 0; i < M; i++)
@@ -1027,7 +1047,10 @@ void zerominus(int M, int N, int K, const float *A, const float *B, float *C)
 }
 """)
     result = rewrite_file(str(src), RewriteOptions(target=native_target()))
-    logs, acts, negzero, zerominus = [dict(r.details) for r in result.remarks if r.replaced]
+    logs, acts, negzero, own_relu, own_gate, zerominus = [dict(r.details)
+                                                          for r in result.remarks if r.replaced]
+    assert "not fused" not in own_relu["epilogue"], own_relu["epilogue"]
+    assert "may set errno" in own_gate["epilogue"], own_gate["epilogue"]
     assert zerominus["alpha"] == "1" and "epilogue" in zerominus["description"], zerominus
     assert "may set errno" in logs["epilogue"], logs["epilogue"]
     assert "not fused" not in acts["epilogue"], acts["epilogue"]
