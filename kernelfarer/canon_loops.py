@@ -520,12 +520,12 @@ def induction_variables(node: c_ast.For, canon: Canonical, context: Context) -> 
     `*c++ += aik * *b++;`, `a += K;` last in the body: inside the loop the variable is its value on
     entry plus (k - lo) steps, so its uses become that expression and the steps go.
 
-    A variable is taken when one loop of the nest, counting up by 1, steps it exactly once per
+    A variable is taken when one loop of the nest, counting by 1, steps it exactly once per
     iteration by an invariant amount (in the loop's increment, as the body's last statement, or
     as the single `v++` of an unconditional statement of the body, the only mention of it there),
     nothing else in the nest stores to it and nothing outside that loop reads it.  The loops from
     its declaration (or the nest's start, for one declared outside) down to the stepping loop
-    must hold each other unconditionally, count up to `<`/`<=` bounds, and the inner ones have
+    must hold each other unconditionally, count by 1 to their bounds, and the inner ones have
     trip counts that do not change: the steps taken so far are then `((i - i0)*nj + (j - j0))*...`
     (`C[ic++] = s` across i and j).  One declared outside the nest is given the value the original
     leaves after the fast path.  Globals are left alone (C's stores could reach them), and so are
@@ -544,11 +544,12 @@ def _one_induction(root: c_ast.For, canon: Canonical, context: Context) -> bool:
         var, _ = found
         for name, step, where in _steps_in(loop, var):
             inside = [d for d in declared_in_nest if d.name == name]
-            decl = inside[0] if inside else context.scope.lookup(name)
+            here = inside[0] if inside else None       # declared in the nest (None: before it)
+            decl = here or context.scope.lookup(name)
             if name == var or name in nest_vars or decl is None or len(inside) > 1 \
                     or context.scope.is_global(decl) or not _plain_induction(decl, context):
                 continue
-            chain = _chain(root, loop, inside[0] if inside else None)
+            chain = _chain(root, loop, here)
             if chain is None or names_in(step) & (assigned_names(root) | nest_vars) or \
                     not side_effect_free(step, context.functions) or \
                     name in names_in(loop.init) | names_in(loop.cond):
@@ -556,13 +557,13 @@ def _one_induction(root: c_ast.For, canon: Canonical, context: Context) -> bool:
             rest = _without_steps(loop, name, where)
             if rest is None or name in assigned_names(rest.stmt) or name in assigned_names(rest.next):
                 continue
-            if _mentions_outside(root, loop, name, inside[0] if inside else None):
+            if _mentions_outside(root, loop, name, here):
                 continue
             counts = _counts(chain, rest, root, nest_vars)
             if counts is None:
                 continue
             offset, trips = counts
-            if not inside:                       # the value the original leaves
+            if here is None:                     # the value the original leaves
                 canon.finals[name] = f"{name} += " + " * ".join(
                     f"(__PTRDIFF_TYPE__)({_GEN.visit(t)})" for t in trips) + \
                     f" * ({_GEN.visit(step)});"
@@ -728,7 +729,7 @@ def _conditional_within(root: c_ast.Node, target: c_ast.Node) -> bool:
 
 def _without_steps(loop: c_ast.For, name: str, where) -> c_ast.For | None:
     """A copy of the loop without its step of `name` (None: `name` is mentioned elsewhere in the
-    body, for a `name++` inside a statement, or the loop's own step is not +1 then)."""
+    body, for a `name++` inside a statement, or the loop's counter is not stepped by 1 then)."""
     copy = clone(loop)
     if where == "next":
         parts = [p for p in copy.next.exprs if not (
@@ -744,17 +745,16 @@ def _without_steps(loop: c_ast.For, name: str, where) -> c_ast.For | None:
         mentions = [n for n in walk(loop.stmt) if is_var(n, name)]
         if len(mentions) != 1 or mentions[0] is not where.expr:
             return None
-        path = _path_to(loop.stmt, where)
-        copy_node = copy.stmt
-        for attr, index in path[:-1]:
-            copy_node = getattr(copy_node, attr) if index is None else getattr(copy_node, attr)[index]
-        attr, index = path[-1]
-        if index is None:
-            setattr(copy_node, attr, c_ast.ID(name))
-        else:
-            getattr(copy_node, attr)[index] = c_ast.ID(name)
+        # the copy's `name++` is where the original's is in the same walk
+        twin = next(c for o, c in zip(walk(loop.stmt), walk(copy.stmt)) if o is where)
+        copy.stmt = _replaced(copy.stmt, twin, c_ast.ID(name))
     found = init_var(copy)
     return copy if found is not None and _counter_step(copy, found[0]) else None
+
+
+def _replaced(node: c_ast.Node, target: c_ast.Node, new: c_ast.Node) -> c_ast.Node:
+    """`node` with the node `target` replaced by `new` (in place)."""
+    return new if node is target else map_children(node, lambda c: _replaced(c, target, new))
 
 
 def _counter_step(loop: c_ast.For, var: str) -> int | None:

@@ -36,8 +36,8 @@ _GEN = c_generator.CGenerator()
 
 from kernelfarer.canon_base import Canonical, Context, Side, clone, loop_vars, with_declarations
 from kernelfarer.canon_loops import (
-    collapse_anywhere, detile, induction_variables, normalize_loops, pointer_subscripts, reroll_blocks,
-    strip_labels, walk_blocks, while_to_for, min_functions)
+    collapse_anywhere, detile, induction_variables, normalize_loops, pointer_subscripts,
+    reroll_blocks, strip_labels, walk_blocks, while_to_for, min_functions)
 from kernelfarer.canon_values import (
     drop_zero_skips, split_side_statements, substitute_blocks, substitute_pointers,
     unswitch_beta)

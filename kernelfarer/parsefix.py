@@ -138,13 +138,13 @@ def for_parser(text: str) -> str:
     return "".join(out)
 
 
-
 # Attributes that make a declaration's type another one: a vector of its base type, or an
 # integer or float of another width (`mode(DI)`, glibc's register_t).
 _RETYPING = {"vector_size", "__vector_size__", "ext_vector_type", "__ext_vector_type__", "mode",
              "__mode__"}
 _BASE_TYPE_WORDS = {"void", "char", "short", "int", "long", "float", "double", "signed",
                     "unsigned", "_Bool", "__int128"}
+_QUALIFIERS = {"const", "volatile"}
 _SPECIFIER_WORDS = {"typedef", "const", "volatile", "static", "extern", "register", "__kf_attribute",
                     "restrict", "inline", "_Thread_local", "__thread"}
 
@@ -166,15 +166,15 @@ def _retyped(tokens: list[Token]) -> dict[int, str]:
             start -= 1
         j = start
         while j < len(tokens) and tokens[j].text in _SPECIFIER_WORDS:
-            j = _matching(tokens, j + 1) + 1 if tokens[j].text == "__kf_attribute" and \
-                j + 1 < len(tokens) and _matching(tokens, j + 1) is not None else j + 1
+            end = _matching(tokens, j + 1) if tokens[j].text == "__kf_attribute" else None
+            j = (end if end is not None else j) + 1
         run = []
-        while j < len(tokens) and tokens[j].text in _BASE_TYPE_WORDS | {"const", "volatile"}:
+        while j < len(tokens) and tokens[j].text in _BASE_TYPE_WORDS | _QUALIFIERS:
             run.append(j)
             j += 1
         if not run and j < len(tokens) and tokens[j].kind == "ident":
             run = [j]                               # a typedef name as the base type
-        words = [k for k in run if tokens[k].text not in ("const", "volatile")]
+        words = [k for k in run if tokens[k].text not in _QUALIFIERS]
         if words:
             out[words[0]] = "__kf_auto"
             out.update({k: "" for k in words[1:]})

@@ -17,7 +17,7 @@ from pycparser import c_ast, c_generator
 from kernelfarer import ctype
 from kernelfarer.access import Access, flatten_access, row_stride_symbol
 from kernelfarer.affine import IndexConverter, NotAffine, Poly, symbol_text
-from kernelfarer.canon_base import walk
+from kernelfarer.canon_base import names_in, walk
 from kernelfarer.canonical import Canonical
 from kernelfarer.ctype import Scalar, Scope
 from kernelfarer.diagnostics import SourceLocation
@@ -423,7 +423,7 @@ def _check_invariants(nest: LoopNest, ev: Evaluator, facts: FunctionFacts, scope
     # Names set by side assignments stand for their value in the loop bounds only.
     side = {a.lvalue.name for a in nest.side}
     for stmt in (*nest.pre, *nest.body, *nest.post):
-        used = side & _names_in(stmt)
+        used = side & names_in(stmt)
         if used:
             raise NotGemm(f"'{sorted(used)[0]}' is assigned in the nest and used in its body")
     # Accumulators declared outside the nest must be dead after it (loop variables and side
@@ -463,7 +463,7 @@ def _check_pointer_inits(outer: c_ast.For) -> None:
 
     def visit(node: c_ast.Node, enclosing: frozenset[str]) -> None:
         if isinstance(node, c_ast.For):
-            inner = enclosing | _loop_variables(c_ast.For(node.init, None, None, None))
+            inner = enclosing | _counters(node.init)
             for child in (node.init, node.cond, node.next):
                 if child is not None:
                     visit(child, enclosing)
@@ -472,7 +472,7 @@ def _check_pointer_inits(outer: c_ast.For) -> None:
             return
         if isinstance(node, c_ast.Decl) and isinstance(node.type, c_ast.PtrDecl) and \
                 node.init is not None:
-            stale = sorted(_names_in(node.init) & (stored - enclosing))
+            stale = sorted(names_in(node.init) & (stored - enclosing))
             if stale:
                 raise NotGemm(f"pointer '{node.name}' is set from '{stale[0]}', which the nest "
                               "changes after the declaration")
@@ -484,14 +484,16 @@ def _check_pointer_inits(outer: c_ast.For) -> None:
 
 def _loop_variables(outer: c_ast.For) -> set[str]:
     """The variables the for loops of a nest step."""
-    names = set()
-    for node in (n for n in walk(outer) if isinstance(n, c_ast.For)):
-        init = node.init
-        if isinstance(init, c_ast.Assignment) and isinstance(init.lvalue, c_ast.ID):
-            names.add(init.lvalue.name)
-        elif isinstance(init, c_ast.DeclList):
-            names.update(d.name for d in init.decls if d.name)
-    return names
+    return set().union(*(_counters(n.init) for n in walk(outer) if isinstance(n, c_ast.For)))
+
+
+def _counters(init: c_ast.Node | None) -> set[str]:
+    """The variables a for loop's initialization sets or declares."""
+    if isinstance(init, c_ast.Assignment) and isinstance(init.lvalue, c_ast.ID):
+        return {init.lvalue.name}
+    if isinstance(init, c_ast.DeclList):
+        return {d.name for d in init.decls if d.name}
+    return set()
 
 
 def _memory_read_guards(statements, scope: Scope, facts: FunctionFacts, c_access: Access,
@@ -515,13 +517,6 @@ def _check_factors(nest: LoopNest, ev: Evaluator, iterators: list[str]) -> None:
                       "its value changes from one element to the next")
 
 
-def _names_in(node: c_ast.Node) -> set[str]:
-    found = {node.name} if isinstance(node, c_ast.ID) else set()
-    for _, child in node.children():
-        found |= _names_in(child)
-    return found
-
-
 def _final_values(nest: LoopNest) -> list[tuple[str, str]]:
     """(variable, statement) pairs that leave the variables the nest sets with the values the
     original leaves (the fast path only runs when every loop runs at least once)."""
@@ -540,7 +535,7 @@ def _check_skipped_loops(nest: LoopNest, canon: Canonical, facts: FunctionFacts,
                          nest_ids: set[int]) -> None:
     """A loop under a dropped zero test (`if (b[l][j] != 0) for (i ...)`) runs only when the test
     passes: its variable's final value depends on the data, so it must be dead after the nest."""
-    tested = set().union(*(_names_in(node) for node in canon.zero_skip)) if canon.zero_skip \
+    tested = set().union(*(names_in(node) for node in canon.zero_skip)) if canon.zero_skip \
         else set()
     for lp in nest.loops:
         if not canon.zero_skip or lp.declared_in_for or lp.var in tested:
