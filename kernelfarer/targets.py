@@ -111,9 +111,9 @@ class ThinShape:
     dot_min_k: int               # the dot form from this k on: each element's sum of lanes
                                  # costs more than a shorter dot saves
     k_block: int = 256           # k rows of B per axpy block (C is updated once per block)
-    decline_k: int = 0           # problems no form takes whose C has at most three columns
-                                 # and k below this run the user's loops: the register tiles of
-                                 # the other paths are mostly empty there (0: never)
+    decline_k: int = 0           # problems no form takes whose C has at most decline_n columns
+    decline_n: int = 3           # and k below decline_k run the user's loops: the register tiles
+                                 # of the other paths are mostly empty there (decline_k 0: never)
     lane_sum: tuple[str, ...] = ()  # C statements summing the lanes of `v` (a shuffle tree) when
                                     # the ISA has no reduce intrinsic (isa["reduce"]); () and no
                                     # reduce: the lanes are stored and added one by one
@@ -207,9 +207,11 @@ def _hwcap_check(*features: str) -> str:
 
 def _avx512_thin(lanes: int) -> ThinShape:
     # 32 registers: 4 rows x 4 vectors of accumulators, 4 x 4 dot accumulators.  A dot of half a
-    # vector (masked) still beats the direct kernel on C one or two columns wide.
+    # vector (masked) still beats the direct kernel on C one or two columns wide.  The direct
+    # kernel loses to the user's loop only on a single column of C with k of 2 or 3 (Zen 5, f32
+    # and f64: 0.88x-0.93x at k = 2, 1.00x-1.02x at 3; bench/thin_shapes.py).
     return ThinShape(axpy_vectors=4, dot_columns=(4, 4), dot_min_k=lanes // 2,
-                     decline_k=lanes // 2)
+                     decline_k=4, decline_n=1)
 
 
 # AVX2's sums of lanes: the two 128-bit halves added, then within the half.
@@ -223,9 +225,10 @@ _AVX2_LANE_SUM = {
 
 
 def _avx2_thin(lanes: int) -> ThinShape:
-    # 16 registers: 4 rows x 2 vectors, and 2 dot columns for 3-4 rows
-    return ThinShape(axpy_vectors=2, dot_columns=(4, 2), dot_min_k=lanes, decline_k=lanes,
-                     lane_sum=_AVX2_LANE_SUM[lanes])
+    # 16 registers: 4 rows x 2 vectors, and 2 dot columns for 3-4 rows.  Declined: a single
+    # column of C with k = 2 (Zen 5: 1.03x-1.04x the user's loop, too close to call).
+    return ThinShape(axpy_vectors=2, dot_columns=(4, 2), dot_min_k=lanes, decline_k=3,
+                     decline_n=1, lane_sum=_AVX2_LANE_SUM[lanes])
 
 
 _AVX512_F32_ISA = dict(vec="__m512", load="_mm512_loadu_ps", store="_mm512_storeu_ps",

@@ -539,23 +539,25 @@ def test_driver_paths(builds, target, dtype, variant) -> None:
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
 @pytest.mark.parametrize("target", ["x86-avx2", "x86-avx512", EMULATED])
 def test_tiny_problems_run_the_users_loops(builds, target, dtype) -> None:
-    """The shape rule (ThinShape.decline_k): C at most three columns wide, k below decline_k,
-    A's rows contiguous, k above 1 (no thin form takes it) -> the driver declines, C untouched,
-    and the call site runs the user's loops; a column more, a k at the line, or A's columns
-    contiguous (the transposed axpy form) -> the fast path, exact."""
+    """The shape rule (ThinShape.decline_k, decline_n): C at most decline_n columns wide, k below
+    decline_k, A's rows contiguous, k above 1 (no thin form takes it) -> the driver declines, C
+    untouched, and the call site runs the user's loops; a column more, a k at the line, or A's
+    columns contiguous (the transposed axpy form) -> the fast path, exact."""
     skip_unless_runs(target)
     lib = builds.library(target, dtype, "default", always_fast=False)
-    line = lib.plan.thin.decline_k
-    assert line > 1
+    line, columns = lib.plan.thin.decline_k, lib.plan.thin.decline_n
+    assert line > 2 and columns >= 1
     rng = np.random.default_rng(7)
     for m in (37, 300):
-        for n in (1, 2, 3):
+        for n in range(1, columns + 1):
             lib.gemm(rng, m, n, line - 1, declined=True)
             lib.gemm(rng, m, n, 2, declined=True)
             lib.gemm(rng, m, n, 1)                  # k == 1: the axpy form takes it
             lib.gemm(rng, m, n, line)
             lib.gemm(rng, m, n, line - 1, ta=True)
-        lib.gemm(rng, m, 4, line - 1)
+        for n in (columns + 1, 4, 5, 9):            # the direct path, however narrow
+            lib.gemm(rng, m, n, line - 1)
+            lib.gemm(rng, m, n, 2)
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)

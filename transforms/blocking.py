@@ -177,11 +177,13 @@ def direct_tree(domain: isl.Set, *, kc: int, mr: int, nr: int,
 
     ordered  band [pc, jr] { PanelB; band [ir] Direct }: a B panel is reused by a whole column of
     tiles.  With `rows_outer` (k blocks too short for the tiles to hide C's traffic) C is walked
-    row panel by row panel instead, with one statement per tile,
+    row panel by row panel instead, B's columns contiguous and read in place but for the last,
+    partial micro-panel, which is copied once per k block (not once per row panel):
 
-        DirectRow[pc, ir, jr]   B's micro-panel at (pc, jr) made readable, then the tile at (ir, jr)
+        EdgeB[pc]               copy the partial micro-panel of B's k block at pc (if N has one)
+        DirectRow[pc, ir, jr]   the tile at (ir, jr), B's micro-panel in place or the copy
 
-    ordered  band [pc, ir, jr] DirectRow."""
+    ordered  band [pc] { EdgeB; band [ir, jr] DirectRow }."""
     names = _param_names(domain)
     head = f"[{', '.join(names)}] -> "
     context = isl.Set(head + "{ : " + " and ".join(f"{p} >= 0" for p in names) + " }")
@@ -191,8 +193,12 @@ def direct_tree(domain: isl.Set, *, kc: int, mr: int, nr: int,
     if rows_outer:
         rows = _named(isl.Map(head + "{ Direct[pc, jr, ir] -> DirectRow[pc, ir, jr] }")
                       .intersect_domain(direct).range(), ("pc", "ir", "jr"))
-        schedule = isl.Schedule.from_domain(isl.UnionSet(rows))
-        node = schedule.get_root().child(0).insert_partial_schedule(_band([(rows, (0, 1, 2))]))
+        edge = _named(rows.project_out(isl.dim_type.set, 1, 2).set_tuple_name("EdgeB"), ("pc",))
+        schedule = isl.Schedule.from_domain(isl.UnionSet(edge).union(isl.UnionSet(rows)))
+        node = schedule.get_root().child(0)
+        node = node.insert_partial_schedule(_band([(edge, (0,)), (rows, (0,))])).child(0)
+        node = node.insert_sequence(_filters(edge, rows))
+        node = node.child(1).child(0).insert_partial_schedule(_band([(rows, (1, 2))]))
         return LayeredTree(schedule=node.get_schedule(), context=context)
     panel = _named(direct.project_out(isl.dim_type.set, 2, 1).set_tuple_name("PanelB"),
                    ("pc", "jr"))
