@@ -732,11 +732,12 @@ def _without_steps(loop: c_ast.For, name: str, where) -> c_ast.For | None:
     body, for a `name++` inside a statement, or the loop's counter is not stepped by 1 then)."""
     copy = clone(loop)
     if where == "next":
-        parts = [p for p in copy.next.exprs if not (
+        steps = copy.next.exprs if isinstance(copy.next, c_ast.ExprList) else [copy.next]
+        parts = [p for p in steps if not (
             (isinstance(p, c_ast.Assignment) and is_var(p.lvalue, name)) or
             (isinstance(p, c_ast.UnaryOp) and is_var(p.expr, name)))]
-        if len(parts) != len(copy.next.exprs) - 1:
-            return None
+        if len(parts) != len(steps) - 1 or not parts:
+            return None             # stepped twice; or the increment steps no counter
         copy.next = parts[0] if len(parts) == 1 else c_ast.ExprList(parts)
     elif where == "last":
         items = items_of(copy.stmt)

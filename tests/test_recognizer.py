@@ -267,3 +267,48 @@ void mm(int m, int n, int k, const float *a, const float *b, const float *at, co
     done = run_cli("rewrite", src, "-o", tmp_path / "out.c", "--remarks")
     assert done.returncode == 0, done.stderr
     assert f"replaced float GEMM {described} (" in done.stderr, done.stderr
+
+
+TWO_GEMMS = """\
+void first(int n, float *c, const float *a, const float *b)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            for (int k = 0; k < n; k++)
+                c[i * n + j] += a[i * n + k] * b[k * n + j];
+}
+
+void second(int n, float *c, const float *a, const float *b)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            for (int k = 0; k < n; k++)
+                c[i * n + j] += a[i * n + k] * b[k * n + j];
+}
+"""
+
+
+def test_a_bug_in_one_nests_analysis_leaves_only_that_nest(tmp_path, monkeypatch):
+    """An exception in the analysis of one nest (a bug of ours, as sqlite's amalgamation found
+    one) is that nest's remark, `internal error in the analysis`, and the nest stays as written;
+    the file's other nests are still replaced."""
+    from kernelfarer import unit
+    from kernelfarer.rewrite import RewriteOptions, rewrite_file
+    real = unit.recognize_nest
+    calls = []
+
+    def failing_once(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise AttributeError("'UnaryOp' object has no attribute 'exprs'")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(unit, "recognize_nest", failing_once)
+    src = tmp_path / "two.c"
+    src.write_text(TWO_GEMMS)
+    result = rewrite_file(str(src), RewriteOptions(target=TARGET, verify=False))
+    nests = [r for r in result.remarks if r.kind != "function"]
+    assert [r.replaced for r in nests] == [False, True], [r.message() for r in nests]
+    assert "internal error in the analysis (AttributeError" in nests[0].reason
+    first_body = TWO_GEMMS[:TWO_GEMMS.index("\n\nvoid second") + 1]
+    assert first_body in result.text                    # as written
