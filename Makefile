@@ -11,7 +11,7 @@ APT_PACKAGES := clang-19 lld-19 llvm-19 libomp-19-dev libopenblas-dev python3-ve
 BENCH_APT_PACKAGES := libdnnl-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps system-deps bench-deps venv demo test fuzz bench tune clean
+.PHONY: all deps system-deps bench-deps venv prepare demo test fuzz bench tune clean
 
 all: test
 
@@ -48,7 +48,12 @@ venv: $(VENV)/.installed
 	@$(PY) -m compileall -q kernelfarer transforms templates >/dev/null
 	@$(PY) -c 'from kernelfarer.emit import precompile_templates; precompile_templates()'
 
-deps: system-deps venv
+# The support code kernelfarer-cc links into objects, compiled once for the usual configurations
+# (a few seconds the first time; nothing once done): a first build then finds it compiled.
+prepare: venv system-deps
+	-@$(PY) -m kernelfarer prepare --quiet
+
+deps: system-deps venv prepare
 
 demo: deps
 	$(PY) bench/demo.py samples/sgemm.c

@@ -637,7 +637,7 @@ class Job:
             units = [outcome.support_units for _, outcome in chosen]
             if len(units) == 1 and units[0] is not None:
                 compiler = [inv.compiler, *inv.prefix]
-                options = split.support_options(cmd)
+                options = split.support_options(cmd, units[0], compiler, _child_env())
                 tags, resolved = split.resolve(units[0], compiler, options)
                 texts = [split.resolved(texts[0], tags)]
                 support = split.SupportBuild(resolved, compiler, options, _child_env())

@@ -63,6 +63,18 @@ def _parser() -> argparse.ArgumentParser:
     tn.add_argument("--no-progress", dest="progress", action="store_false", default=None,
                     help="no progress bar on stderr")
 
+    pr = sub.add_parser(
+        "prepare", help="compile the support code kernelfarer-cc links into objects ahead of "
+                        "time, so that the first build on this machine finds it compiled")
+    pr.add_argument("--compiler", action="append", metavar="CC",
+                    help="a compiler to prepare for (repeatable; default: $KERNELFARER_CC, "
+                         "else clang-19)")
+    pr.add_argument("--options", action="append", metavar="'FLAGS'",
+                    help="a configuration of compile options, as --options='-O2 -g' "
+                         "(repeatable; default: '-O2', '-O2 -g', '-O2 -fPIC', "
+                         "'-O2 -march=native')")
+    pr.add_argument("--quiet", action="store_true", help="say nothing unless something failed")
+
     cmp = sub.add_parser(
         "compare", help="time a GEMM nest as written, Pluto-style tiled, tiled, tiled+packed "
                         "(kernelfarer) and as a BLAS call")
@@ -140,6 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _compare(args, cppflags)
         if args.command == "tune":
             return _tune(args)
+        if args.command == "prepare":
+            return _prepare(args)
         options = RewriteOptions(
             target=args.target, cppflags=cppflags,
             blocking={k: getattr(args, k) for k in ("mc", "kc", "nc") if getattr(args, k)},
@@ -161,6 +175,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:          # `kernelfarer explain f.c | head`: the reader has enough
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    from kernelfarer import prepare
+    from kernelfarer.cc import DEFAULT_COMPILER
+    compilers = args.compiler or [os.environ.get("KERNELFARER_CC") or DEFAULT_COMPILER]
+    problems = prepare.prepare(compilers, args.options or list(prepare.CONFIGURATIONS),
+                               progress=not args.quiet)
+    for problem in problems:
+        print(f"kernelfarer prepare: {problem}", file=sys.stderr)
+    return EXIT_ERROR if problems else EXIT_OK
 
 
 def _emit_remarks(result: RewriteResult, enabled: bool) -> None:

@@ -287,12 +287,13 @@ def render_support(plans: list, uses: str | None = None) -> str:
 
 def render_split_support(plans: list) -> list[tuple[tuple[str, ...], str]]:
     """The support code of a split compile (split.py) as translation units of their own, each
-    with the names of the drivers it defines: one per kernel driver, then (when a dispatcher
-    chooses among them) one with the dispatchers and the CPU checks.  A unit refers to drivers of
+    with the names of the drivers it defines: one per kernel driver, then one per dispatcher that
+    chooses among them, with its CPU checks.  A unit refers to drivers of
     the units before it only; every driver's assembler name carries SPLIT_TAG, which the compile
     replaces by the hash of the unit that defines it (split.resolve).  A unit depends on its
-    kernel alone, not on the file's call sites: the same text in every file of a build, compiled
-    once (and the units of a file in parallel)."""
+    kernel (or, for a dispatcher's, its element type's kernels) alone, not on the file's call
+    sites: the same text in every file of a build, compiled once (and the units of a file in
+    parallel)."""
     uses = ""                                   # the units hold every helper they call
     seen, conditions = _drivers(plans)
     units = []
@@ -300,14 +301,17 @@ def render_split_support(plans: list) -> list[tuple[tuple[str, ...], str]]:
         code = _conditional(render_driver(plan, SPLIT_LINKAGE), conditions[name])
         units.append(((name,), with_prelude([plan], [_prototypes([plan], SPLIT_LINKAGE), code],
                                             uses, linkage=SPLIT_LINKAGE)))
-    dispatchers = [p for p in plans if isinstance(p, DispatchPlan)]
-    if dispatchers:
-        parts = render_cpu_checks(list(seen.values()), conditions)
-        parts.insert(0, _prototypes(list(seen.values()), SPLIT_DECLARATION)
-                     + _prototypes(dispatchers, SPLIT_LINKAGE))
-        parts += [render_dispatch(plan, SPLIT_LINKAGE) for plan in dispatchers]
-        units.append((tuple(p.driver_name for p in dispatchers),
-                      with_prelude(dispatchers, parts, uses, linkage=SPLIT_LINKAGE, kernels=False)))
+    for dispatcher in (p for p in plans if isinstance(p, DispatchPlan)):
+        # one unit per dispatcher (per element type), like the drivers: the same in every file
+        # that uses the type, whatever other types it uses
+        called = {sub.driver_name: seen[sub.driver_name] for sub in dispatcher.plans}
+        parts = render_cpu_checks(list(called.values()), conditions)
+        parts.insert(0, _prototypes(list(called.values()), SPLIT_DECLARATION)
+                     + _prototypes([dispatcher], SPLIT_LINKAGE))
+        parts.append(render_dispatch(dispatcher, SPLIT_LINKAGE))
+        units.append(((dispatcher.driver_name,),
+                      with_prelude([dispatcher], parts, uses, linkage=SPLIT_LINKAGE,
+                                   kernels=False)))
     return units
 
 

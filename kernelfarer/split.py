@@ -52,24 +52,107 @@ NO_SPLIT = ("-flto", "-ffat-lto", "-fembed-bitcode", "-emit-llvm", "-save-temps"
 # Options that change what a compile says, never the object it writes: left out of the support
 # units' compiles (and hashes), so that builds with different warning flags share the units.
 QUIET_OPTIONS = ("-W", "-w", "-pedantic", "-fdiagnostics-", "-fcolor-diagnostics",
-                 "-fno-color-diagnostics", "-fmessage-length", "-fno-diagnostics-")
+                 "-fno-color-diagnostics", "-fmessage-length", "-fno-diagnostics-", "-pipe")
 NOT_QUIET = ("-Wa,", "-Wl,", "-Wp,")
 
+# The support code is compiled at one optimization level whatever the compile's (-O1, -O3, -Os,
+# -Og...: it only splits when optimizing; its kernels run alike at -O2 and -O3, within 1% on a
+# Zen 5, and compile 5% faster at -O2), and in the compiler's own language level (it is GNU C
+# that every -std accepts): neither is the user's code, and builds that differ only there share
+# the units.  -Ofast keeps its -ffast-math.
+SUPPORT_LEVEL = "-O2"
+LEVEL_OPTIONS = frozenset({"-O", "-std=", "--std=", "-ansi"})
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
-def support_options(cmd: ccargs.Command) -> list[str]:
+
+def support_options(cmd: ccargs.Command, units: list[tuple[tuple[str, ...], str]] | None = None,
+                    compiler: list[str] | None = None,
+                    env: dict[str, str] | None = None) -> list[str]:
     """The options a support unit is compiled with: the compile's own, but its input, output,
     dependency files, include paths and diagnostic options (unless the compile asks to see the
-    support code's warnings, -DKERNELFARER_SUPPORT_WARNINGS)."""
+    support code's warnings, -DKERNELFARER_SUPPORT_WARNINGS), its optimization and language level
+    (SUPPORT_LEVEL instead), and the macros that cannot reach the units `units`: a macro changes
+    code only where its name is written, so a -D or -U whose name is not a word of the units'
+    text or of the system headers they include (`compiler` tells which; unknown: every macro is
+    kept) is left out."""
     options = cmd.options_without(NOT_FOR_SUPPORT)
     if any("KERNELFARER_SUPPORT_WARNINGS" in word for word in options):
         return options
-    out: list[str] = []
+    kept: list[list[str]] = []
+    fast = False
     for index, words, spelling in cmd.spans:                # whole options, values too
         first = cmd.args[index]
-        if spelling not in NOT_FOR_SUPPORT and (not first.startswith(QUIET_OPTIONS)
-                                                or first.startswith(NOT_QUIET)):
-            out += cmd.args[index:index + words]
+        if spelling in NOT_FOR_SUPPORT or (first.startswith(QUIET_OPTIONS)
+                                           and not first.startswith(NOT_QUIET)):
+            continue
+        if spelling in LEVEL_OPTIONS:
+            fast = first == "-Ofast" if spelling == "-O" else fast
+            continue
+        kept.append(cmd.args[index:index + words])
+    names = None
+    if units is not None and compiler is not None:
+        names = _reachable_names(units, compiler, [w for option in kept for w in option
+                                                   if _macro_name(option) is None], env)
+    out = [SUPPORT_LEVEL, *(["-ffast-math"] if fast else [])]
+    for option in kept:
+        name = _macro_name(option)
+        if name is None or names is None or name in names:
+            out += option
     return out
+
+
+def _macro_name(option: list[str]) -> str | None:
+    """The name a -D or -U option defines or undefines (None: another option)."""
+    first = option[0]
+    if first[:2] not in ("-D", "-U"):
+        return None
+    value = first[2:] if len(first) > 2 else (option[1] if len(option) > 1 else "")
+    match = _NAME.match(value)
+    return match.group(0) if match else ""
+
+
+def _reachable_names(units: list[tuple[tuple[str, ...], str]], compiler: list[str],
+                     options: list[str], env: dict[str, str] | None) -> frozenset[str] | None:
+    """The words of the units' text and of every header they include (comments too: more names
+    only keep more macros), or None when the headers cannot be listed.  The headers' words are
+    kept in the profile directory (`headers/`) under the compiler, its options and the units'
+    #include lines."""
+    from kernelfarer.hostinfo import cache_subdir
+    texts = [text for _, text in units]
+    includes = sorted({line.strip() for text in texts for line in text.splitlines()
+                       if line.lstrip().startswith("#include")})
+    names = {word for text in texts for word in _NAME.findall(text)}
+    if not includes:
+        return frozenset(names)
+    memo = cache_subdir("headers") / digest("\0".join([*compiler_identity(compiler), "\1",
+                                                       *options, "\1", *includes]))
+    try:
+        return frozenset(names | set(memo.read_text(encoding="utf-8").split()))
+    except OSError:
+        pass
+    try:
+        done = subprocess.run([*compiler, *options, "-M", "-x", "c", "-"], input="\n".join(includes),
+                              capture_output=True, text=True, timeout=60, env=env)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    header_names: set[str] = set()
+    rule = done.stdout.replace("\\\n", " ").split(":", 1)[-1]
+    for path in rule.replace("\\ ", "\0").split():
+        try:
+            with open(path.replace("\0", " "), encoding="utf-8", errors="replace") as f:
+                header_names.update(_NAME.findall(f.read()))
+        except OSError:
+            return None
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        temporary = memo.with_name(f"{memo.name}.{os.getpid()}.tmp")
+        temporary.write_text("\n".join(sorted(header_names)) + "\n", encoding="utf-8")
+        os.replace(temporary, memo)
+    except OSError:
+        pass
+    return frozenset(names | header_names)
 
 
 def refusal(cmd: ccargs.Command, chain: list[str]) -> str | None:

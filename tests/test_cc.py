@@ -617,7 +617,7 @@ def test_split_objects_of_one_program_keep_their_own_support(mm, tmp_path):
     (mm / "src" / "mm3.c").write_text(second.replace("mm2", "mm3").replace("unused_main",
                                                                             "unused3"))
     builds = [("mm.o", "src/mm.c", ()), ("mm2.o", "src/mm2.c", ()),
-              ("mm3.o", "src/mm3.c", ("-DVARIANT=1",))]
+              ("mm3.o", "src/mm3.c", ("-fno-omit-frame-pointer",))]
     for out, src, extra in builds:
         done = kfcc(CLANG, "-O2", *extra, "-c", src, "-o", out, cwd=mm, environ=environ)
         assert done.returncode == 0 and done.stderr == ""
@@ -784,8 +784,8 @@ def test_warning_options_do_not_make_other_support_units(mm, tmp_path):
     from kernelfarer import ccargs, split
     cmd = ccargs.parse(["-O2", "-Wall", "-Xclang", "-Wfoo", "-Wa,-mbig-obj", "-pedantic", "-w",
                         "-fdiagnostics-color=always", "-g", "-DX=1", "-c", "x.c", "-o", "x.o"])
-    assert split.support_options(cmd) == ["-O2", "-Xclang", "-Wfoo", "-Wa,-mbig-obj", "-g",
-                                          "-DX=1"]
+    assert split.support_options(cmd) == [split.SUPPORT_LEVEL, "-Xclang", "-Wfoo",
+                                          "-Wa,-mbig-obj", "-g", "-DX=1"]
     shown = ccargs.parse(["-O2", "-Wall", "-DKERNELFARER_SUPPORT_WARNINGS", "-c", "x.c"])
     assert split.support_options(shown) == ["-O2", "-Wall", "-DKERNELFARER_SUPPORT_WARNINGS"]
     environ = env(KERNELFARER_PROFILE_DIR=str(tmp_path / "profile"))
@@ -795,6 +795,57 @@ def test_warning_options_do_not_make_other_support_units(mm, tmp_path):
         assert done.returncode == 0
         tags.append(_entry_tags(mm / f"mm{k}.o"))
     assert tags[0] and tags[0] == tags[1]
+
+
+def test_support_units_are_shared_across_levels_and_unseen_macros(mm, tmp_path):
+    """The support units are compiled at one optimization level (-Ofast keeping -ffast-math), in
+    the compiler's language level, without the macros whose names neither they nor the system
+    headers they include spell: builds that differ only there share them (so do projects, and
+    `kernelfarer prepare` can compile them ahead); debug information, PIC, and a macro the units
+    or their headers do spell (`k`, one of their parameters; _GNU_SOURCE, which glibc's headers
+    test) make units of their own."""
+    from kernelfarer import ccargs, split
+    fast = ccargs.parse(["-Ofast", "-DNDEBUG", "-std=c99", "-ansi", "-c", "x.c"])
+    assert split.support_options(fast) == [split.SUPPORT_LEVEL, "-ffast-math", "-DNDEBUG"]
+    units = [(("d",), "#include <immintrin.h>\nstatic int kf_k(int k) { return k; }\n")]
+    seen = ccargs.parse(["-O1", "-DNDEBUG", "-D", "k=2", "-UHAVE_X", "-D_GNU_SOURCE", "-c", "x.c"])
+    assert split.support_options(seen, units, [CLANG], env()) == \
+        [split.SUPPORT_LEVEL, "-D", "k=2", "-D_GNU_SOURCE"]
+    environ = env(KERNELFARER_PROFILE_DIR=str(tmp_path / "profile"))
+    shared = (["-O2"], ["-O3", "-std=c99", "-DNDEBUG", "-DHAVE_CONFIG_H=1"], ["-Os", "-UFOO"],
+              ["-O1", "-std=gnu11", '-DVERSION="2"', "-pipe"])
+    apart = (["-O2", "-g"], ["-O2", "-fPIC"], ["-O2", "-Dk=k"], ["-O2", "-D_GNU_SOURCE"])
+    tags = []
+    for n, flags in enumerate(shared + apart):
+        done = kfcc(CLANG, *flags, "-c", "src/mm.c", "-o", f"mm{n}.o", cwd=mm, environ=environ)
+        assert done.returncode == 0 and "warning" not in done.stderr, (flags, done.stderr)
+        tags.append(_entry_tags(mm / f"mm{n}.o"))
+        assert tags[-1], flags                                              # replaced
+    assert all(t == tags[0] for t in tags[:len(shared)]), tags
+    for n in range(len(shared), len(tags)):
+        assert tags[n].isdisjoint(tags[0]), (shared + apart)[n]
+
+
+def test_prepare_compiles_the_units_a_first_build_needs(mm, tmp_path):
+    """`kernelfarer prepare` (which `make deps` runs) leaves the support units in the profile:
+    a build with other levels and macros then compiles none of its own, and its program prints
+    what the plain build prints."""
+    profile = tmp_path / "profile"
+    environ = env(KERNELFARER_PROFILE_DIR=str(profile))
+    done = run([KFCC.with_name("kernelfarer"), "prepare", "--quiet", "--compiler", CLANG,
+                "--options=-O2"], mm, environ=environ)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    prepared = sorted(p.name for p in (profile / "objects").glob("*.o"))
+    assert prepared
+    flags = ["-O3", "-DNDEBUG", "-std=gnu11"]
+    done = kfcc(CLANG, *flags, "-c", "src/mm.c", "-o", "mm.o", cwd=mm, environ=environ)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert _entry_tags(mm / "mm.o")                                         # replaced
+    assert sorted(p.name for p in (profile / "objects").glob("*.o")) == prepared
+    assert run([CLANG, "mm.o", "-o", "fast"], mm).returncode == 0
+    assert run([CLANG, *flags, "src/mm.c", "-o", "plain"], mm).returncode == 0
+    assert run([mm / "fast"], mm, quiet_stdout=False).stdout == \
+        run([mm / "plain"], mm, quiet_stdout=False).stdout
 
 
 def test_command_line_macros_do_not_reach_into_the_support_units(mm, tmp_path):
