@@ -114,6 +114,9 @@ class ThinShape:
     decline_k: int = 0           # problems no form takes whose C has at most decline_n columns
     decline_n: int = 3           # and k below decline_k run the user's loops: the register tiles
                                  # of the other paths are mostly empty there (decline_k 0: never)
+    short_k: int = 0             # one row of C whose elements are dots of 2..short_k products,
+                                 # B's columns side by side: a plain loop the compiler vectorizes
+                                 # across the elements (interleaved loads) beats a dot per element
     lane_sum: tuple[str, ...] = ()  # C statements summing the lanes of `v` (a shuffle tree) when
                                     # the ISA has no reduce intrinsic (isa["reduce"]); () and no
                                     # reduce: the lanes are stored and added one by one
@@ -205,13 +208,21 @@ def _hwcap_check(*features: str) -> str:
     return " && ".join(f'__builtin_cpu_supports("{f}")' for f in features)
 
 
+# The short form (ThinShape.short_k) against the user's loop and the dot form, one column of C
+# (4096 x 1 x k, A row-major), Zen 5, clang-19, GFLOP/s: f32 k = 2..8 54-66 / 41 at 8 (the loop
+# 3.0-5.7; the dot form 11 at 8), 9 falls to 9 (dot 14); f64 k = 2..7 18-35 (loop 3.2-5.3), 8
+# falls to 8 (dot 13): the vectorizer's interleaved groups stop at eight floats, seven doubles.
+_SHORT_K = {4: 8, 8: 7}             # by the element's size in bytes
+
+
 def _avx512_thin(lanes: int) -> ThinShape:
     # 32 registers: 4 rows x 4 vectors of accumulators, 4 x 4 dot accumulators.  A dot of half a
     # vector (masked) still beats the direct kernel on C one or two columns wide.  The direct
     # kernel loses to the user's loop only on a single column of C with k of 2 or 3 (Zen 5, f32
-    # and f64: 0.88x-0.93x at k = 2, 1.00x-1.02x at 3; bench/thin_shapes.py).
+    # and f64: 0.88x-0.93x at k = 2, 1.00x-1.02x at 3; bench/thin_shapes.py), which the short
+    # form takes where C's column and A's rows are contiguous.
     return ThinShape(axpy_vectors=4, dot_columns=(4, 4), dot_min_k=lanes // 2,
-                     decline_k=4, decline_n=1)
+                     decline_k=4, decline_n=1, short_k=_SHORT_K[64 // lanes])
 
 
 # AVX2's sums of lanes: the two 128-bit halves added, then within the half.
@@ -228,7 +239,7 @@ def _avx2_thin(lanes: int) -> ThinShape:
     # 16 registers: 4 rows x 2 vectors, and 2 dot columns for 3-4 rows.  Declined: a single
     # column of C with k = 2 (Zen 5: 1.03x-1.04x the user's loop, too close to call).
     return ThinShape(axpy_vectors=2, dot_columns=(4, 2), dot_min_k=lanes, decline_k=3,
-                     decline_n=1, lane_sum=_AVX2_LANE_SUM[lanes])
+                     decline_n=1, short_k=_SHORT_K[32 // lanes], lane_sum=_AVX2_LANE_SUM[lanes])
 
 
 _AVX512_F32_ISA = dict(vec="__m512", load="_mm512_loadu_ps", store="_mm512_storeu_ps",

@@ -540,9 +540,10 @@ def test_driver_paths(builds, target, dtype, variant) -> None:
 @pytest.mark.parametrize("target", ["x86-avx2", "x86-avx512", EMULATED])
 def test_tiny_problems_run_the_users_loops(builds, target, dtype) -> None:
     """The shape rule (ThinShape.decline_k, decline_n): C at most decline_n columns wide, k below
-    decline_k, A's rows contiguous, k above 1 (no thin form takes it) -> the driver declines, C
-    untouched, and the call site runs the user's loops; a column more, a k at the line, or A's
-    columns contiguous (the transposed axpy form) -> the fast path, exact."""
+    decline_k, A's rows contiguous, k above 1, C's column strided (no thin form takes it) -> the
+    driver declines, C untouched, and the call site runs the user's loops; a column more, a k at
+    the line, A's columns contiguous (the transposed axpy form) or C's column contiguous (the
+    short form) -> the fast path, exact."""
     skip_unless_runs(target)
     lib = builds.library(target, dtype, "default", always_fast=False)
     line, columns = lib.plan.thin.decline_k, lib.plan.thin.decline_n
@@ -550,14 +551,43 @@ def test_tiny_problems_run_the_users_loops(builds, target, dtype) -> None:
     rng = np.random.default_rng(7)
     for m in (37, 300):
         for n in range(1, columns + 1):
-            lib.gemm(rng, m, n, line - 1, declined=True)
-            lib.gemm(rng, m, n, 2, declined=True)
-            lib.gemm(rng, m, n, 1)                  # k == 1: the axpy form takes it
-            lib.gemm(rng, m, n, line)
-            lib.gemm(rng, m, n, line - 1, ta=True)
+            lib.gemm(rng, m, n, line - 1, cpad=1, declined=True)
+            lib.gemm(rng, m, n, 2, cpad=1, declined=True)
+            lib.gemm(rng, m, n, 2)                  # the short form takes it
+            lib.gemm(rng, m, n, 1, cpad=1)          # k == 1: the axpy form takes it
+            lib.gemm(rng, m, n, line, cpad=1)
+            lib.gemm(rng, m, n, line - 1, ta=True, cpad=1)
         for n in (columns + 1, 4, 5, 9):            # the direct path, however narrow
             lib.gemm(rng, m, n, line - 1)
             lib.gemm(rng, m, n, 2)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
+@pytest.mark.parametrize("target", ["x86-avx2", "x86-avx512", EMULATED])
+def test_short_dots_of_one_column_or_row(builds, target, dtype) -> None:
+    """The short form (ThinShape.short_k): one column of C whose elements are dots of 2..short_k
+    products with A's rows contiguous and C's column too (or, transposed, one row of C with B's
+    columns side by side) runs as a loop over the elements: exact, on the thin path, for every
+    k, alpha, beta and load_c; k = 1 and k past short_k, and a C column that is not contiguous,
+    take the other paths, exact too."""
+    skip_unless_runs(target)
+    lib = builds.library(target, dtype, "default", always_fast=False)
+    short = lib.plan.thin.short_k
+    assert short >= 3
+    rng = np.random.default_rng(11)
+    for k in range(2, short + 1):
+        for (m, n, ta, tb) in ((37, 1, False, False), (300, 1, False, True), (1, 41, False, True),
+                               (1, 2, True, True), (5, 1, False, False)):
+            for alpha, beta, load_c in ((1, 1, 1), (2, 0.5, 1), (-1, 0, 0)):
+                before = lib.thin_calls
+                lib.gemm(rng, m, n, k, ta=ta, tb=tb, alpha=alpha, beta=beta, load_c=load_c)
+                assert lib.thin_calls == before + 1, (m, n, k, ta, tb)
+    for k in (1, short + 1):
+        lib.gemm(rng, 37, 1, k)
+        lib.gemm(rng, 1, 41, k, tb=True)
+    # C's column not contiguous: below the decline line the user's loops, else the direct path
+    lib.gemm(rng, 37, 1, 2, cpad=1, declined=True)
+    lib.gemm(rng, 37, 1, lib.plan.thin.decline_k, cpad=1)
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
