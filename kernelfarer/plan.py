@@ -163,8 +163,9 @@ A_PANEL_L1 = 3 / 4      # the A micro-panel (mr x kc) fills this much of L1
 A_BLOCK_L2 = 1 / 4      # the packed A block (mc x kc) fills this much of L2
 
 
-def analytical_blocking(shape: KernelShape, dtype: DType, caches: Caches) -> Blocking:
-    """kc, mc, nc from the cache geometry.
+def analytical_blocking(shape: KernelShape, dtype: DType, caches: Caches,
+                        arrangement: str = "goto") -> Blocking:
+    """kc, mc, nc from the cache geometry and the host's arrangement (Host.arrangement).
 
     kc: every kernel call loads and stores its mr x nr tile of C and sets up its registers; kc k
     steps of FMAs pay for that, so kc should be long.  What bounds it is L1: a call reads its A
@@ -186,22 +187,38 @@ def analytical_blocking(shape: KernelShape, dtype: DType, caches: Caches) -> Blo
     stay modest.
     kc is a multiple of the kernel's k unroll (and of kr), so full kc blocks skip the remainder loop.
     `kernelfarer tune` measures around these blocks on the machine itself.
+
+    "a-in-l1" (AMD Zen 4 and Zen 5, for the kernels the registry marks, KernelShape.a_in_l1: the
+    AVX-512 float ones): the A block is two micro-panels (mc = 2 mr), kept in L1 whole (kc: the A
+    micro-panel fills L1) while every B micro-panel streams past from L3, which these cores feed
+    fast.  On Zen 5 (48 KiB L1, 1 MiB L2; GFLOP/s, N = 1024 and 2048, `kernelfarer tune --try`,
+    one run): f32 mc=24 kc=1024 234 against the Goto blocks' (mc=120 kc=512) 222, f64 mc=24
+    kc=512 115 against (mc=84 kc=384) 100; tuned on Zen 4 (32 KiB L1): f32 mc=12 kc=1024 108
+    against 104, f64 mc=12 kc=512 54 against 50.  The AVX2 kernels lose there (Zen 5: f32 mc=12
+    kc=1024 119 against mc=60 kc=512 124; f64 53 against 57), so they keep Goto's blocks.
     """
     l1, l2, l3 = caches.l1d, caches.l2, caches.l3
     mr, nr, size = shape.mr, shape.nr, dtype.in_size
     step = math.lcm(shape.kr, shape.unroll)
+    if arrangement == "a-in-l1" and shape.a_in_l1:
+        kc = _round_down(min(l1.size // (mr * size), 2 * KC_MAX), step)
+        return Blocking(mc=2 * mr, kc=kc, nc=_panel_columns(kc, size, nr, l3))
     # KC_MAX counts the kernel's steps: a kernel that takes kr k steps per instruction (VNNI: 4)
     # pays for its C tile over kr times as many.  int8 12x32 on Zen 4 (N = 1024 / 2048, GOP/s):
     # kc = 512 (mc 504) 377 / 391, 1024 (mc 240) 440 / 422, 2048 (mc 120) 411 / 440; oneDNN 416 / 429.
     kc = _round_down(min(int(A_PANEL_L1 * l1.size) // (mr * size), KC_MAX * shape.kr), step)
     mc = _round_down(int(A_BLOCK_L2 * l2.size) // (kc * size), mr)
+    return Blocking(mc=mc, kc=kc, nc=_panel_columns(kc, size, nr, l3))
+
+
+def _panel_columns(kc: int, size: int, nr: int, l3) -> int:
+    """nc: the packed B panel (kc x nc) in L3, two ways left for A and C, at most 4096."""
     if l3 is not None:
         ways_l3 = max(1, l3.ways - 2)
         nc = _round_down(ways_l3 * l3.sets * l3.line // (kc * size), nr)
     else:
         nc = 4096
-    nc = _round_down(min(nc, 4096), nr)
-    return Blocking(mc=mc, kc=kc, nc=nc)
+    return _round_down(min(nc, 4096), nr)
 
 
 def l1_kc(shape: KernelShape, dtype: DType, caches: Caches) -> int:
@@ -246,7 +263,8 @@ def planned_blocking(target: Target, dtype: DType, *, caches: Caches | None = No
             blocking = Blocking(**{n: int(tuned[n]) for n in ("mc", "kc", "nc")})
             if blocking_error(blocking, shape) is None:
                 return blocking, f"tuned ({host.source})"
-    return analytical_blocking(shape, dtype, caches), "model"
+    arrangement = "goto" if _cross(target, host) else host.arrangement
+    return analytical_blocking(shape, dtype, caches, arrangement), "model"
 
 
 def _a_registers(shape: KernelShape, vector_offsets: tuple[int, ...]) -> dict:

@@ -152,6 +152,8 @@ class KernelShape:
                                  # has its own code for every height 1..direct_mr
     thin: ThinShape | None = None  # the driver's thin path (kernels/x86_thin.c.j2) for C of
                                    # at most four rows or columns
+    a_in_l1: bool = False        # blocked as hosts of Host.arrangement "a-in-l1" run it best
+                                 # (plan.analytical_blocking); measured where set
 
     def __post_init__(self) -> None:
         if self.nr % self.lanes:
@@ -250,7 +252,7 @@ _AVX512_F32_ISA = dict(vec="__m512", load="_mm512_loadu_ps", store="_mm512_store
 _AVX512 = {
     DType.F32: KernelShape(
         mr=12, nr=32, lanes=16, template="kernels/x86_avx512.c.j2", isa=_AVX512_F32_ISA,
-        direct=True, thin=_avx512_thin(16), direct_mr=8,
+        direct=True, thin=_avx512_thin(16), direct_mr=8, a_in_l1=True,
     ),
     # fp16 (and bf16 without AVX512-BF16) summed in float: the operands converted to float as they
     # are packed (vcvtph2ps; bf16: a shift), then the float kernel: a product of two is exact in
@@ -265,7 +267,7 @@ _AVX512 = {
                  set1="_mm512_set1_pd", setzero="_mm512_setzero_pd",
                  maskload="_mm512_maskz_loadu_pd", maskstore="_mm512_mask_storeu_pd",
                  mask="__mmask8", reduce="_mm512_reduce_add_pd", maskload_mask_first="1"),
-        direct=True, thin=_avx512_thin(8), direct_mr=8,
+        direct=True, thin=_avx512_thin(8), direct_mr=8, a_in_l1=True,
     ),
 }
 

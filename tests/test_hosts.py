@@ -42,28 +42,57 @@ def test_auto_target_follows_the_described_host(preset) -> None:
 @pytest.mark.parametrize("target", X86)
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
 def test_model_blocks_fit_every_preset(preset, target, dtype) -> None:
-    """The analytical blocks of every x86 kernel on every preset: valid for the kernel, kc within
-    KC_MAX with its A micro-panel in L1, the A block in a quarter of L2, the B panel within L3, and a
-    direct path whose copied B micro-panel fits the L1-sized stack buffer."""
+    """The analytical blocks of every x86 kernel on every preset: valid for the kernel, its A
+    micro-panel in L1; arranged as Goto does, kc within KC_MAX and the A block in a quarter of L2;
+    as AMD's AVX-512 cores run best ("a-in-l1"), an A block of two micro-panels; the B panel
+    within L3, and a direct path whose copied B micro-panel fits the L1-sized stack buffer."""
     host = hostinfo.PRESETS[preset]
     plan = make_plan(targets.TARGETS[target], dtype, host=host)
     caches, size = host.caches, dtype.in_size
     assert plan.blocking_source == "model"
     assert blocking_error(plan.blocking, plan.shape) is None
-    assert plan.kc <= KC_MAX and plan.mr * plan.kc * size <= caches.l1d.size
-    assert plan.mc * plan.kc * size <= caches.l2.size // 4 or plan.mc == plan.mr
+    assert plan.mr * plan.kc * size <= caches.l1d.size
+    if host.arrangement == "a-in-l1" and plan.shape.a_in_l1:
+        assert plan.mc == 2 * plan.mr and plan.kc <= 2 * KC_MAX
+        assert plan.mr * (plan.kc + 4) * size > caches.l1d.size or plan.kc == 2 * KC_MAX
+    else:
+        assert plan.kc <= KC_MAX
+        assert plan.mc * plan.kc * size <= caches.l2.size // 4 or plan.mc == plan.mr
     assert plan.kc * plan.nc * size <= caches.l3.size
     assert plan.direct and plan.direct_kc == min(plan.kc, l1_kc(plan.shape, dtype, caches))
     assert plan.direct_kc * plan.nr <= stack_buffer_elems(dtype, caches)
 
 
 def test_presets_differ_where_the_machines_do() -> None:
-    """A larger L1 allows a longer k block, a larger L2 a taller A block (AVX-512 f64 kernel)."""
+    """A larger L1 allows a longer k block, a larger L2 a taller A block (AVX-512 f64 kernel);
+    Zen 4 holds two A micro-panels in L1 instead of an A block in L2."""
     plans = {p: make_plan(targets.TARGETS["x86-avx512"], DType.F64, host=hostinfo.PRESETS[p])
              for p in PRESETS}
-    assert plans["sapphirerapids"].kc > plans["zen4"].kc
+    assert plans["sapphirerapids"].kc > plans["zen4"].kc > plans["zen3"].kc
     assert plans["sapphirerapids"].mc * plans["sapphirerapids"].kc > \
-        plans["zen4"].mc * plans["zen4"].kc > plans["zen3"].mc * plans["zen3"].kc
+        plans["zen3"].mc * plans["zen3"].kc
+    assert plans["zen4"].mc == 2 * plans["zen4"].mr
+    assert [hostinfo.PRESETS[p].arrangement for p in ("zen3", "zen4", "sapphirerapids")] == \
+        ["goto", "a-in-l1", "goto"]
+
+
+def test_the_arrangement_follows_the_cpu_and_host_files(tmp_path) -> None:
+    """AMD cores with AVX-512 (clzero is AMD's) hold A micro-panels in L1; Intel's and AMD's AVX2
+    cores, and other machines, arrange the blocks as Goto does; a host file may say either, and
+    nothing else."""
+    assert hostinfo._arrangement("x86_64", frozenset({"avx512f", "avx2", "clzero"})) == "a-in-l1"
+    assert hostinfo._arrangement("x86_64", frozenset({"avx512f", "avx2"})) == "goto"
+    assert hostinfo._arrangement("x86_64", frozenset({"avx2", "clzero"})) == "goto"
+    assert hostinfo._arrangement("aarch64", frozenset({"asimd"})) == "goto"
+    good = tmp_path / "host.json"
+    good.write_text('{"base": "sapphirerapids", "arrangement": "a-in-l1"}')
+    host = hostinfo.load_host_file(good)
+    assert host.arrangement == "a-in-l1"
+    assert make_plan(targets.TARGETS["x86-avx512"], DType.F32, host=host).mc == 24
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"base": "zen4", "arrangement": "sideways"}')
+    with pytest.raises(hostinfo.HostError, match="arrangement"):
+        hostinfo.load_host_file(bad)
 
 
 @pytest.mark.parametrize("preset", PRESETS)
