@@ -194,14 +194,16 @@ def analytical_blocking(shape: KernelShape, dtype: DType, caches: Caches,
     fast.  On Zen 5 (48 KiB L1, 1 MiB L2; GFLOP/s, N = 1024 and 2048, `kernelfarer tune --try`,
     one run): f32 mc=24 kc=1024 234 against the Goto blocks' (mc=120 kc=512) 222, f64 mc=24
     kc=512 115 against (mc=84 kc=384) 100; tuned on Zen 4 (32 KiB L1): f32 mc=12 kc=1024 108
-    against 104, f64 mc=12 kc=512 54 against 50.  The AVX2 kernels lose there (Zen 5: f32 mc=12
-    kc=1024 119 against mc=60 kc=512 124; f64 53 against 57), so they keep Goto's blocks.
+    against 104, f64 mc=12 kc=512 54 against 50; the VNNI int8 kernel on Zen 5 (`bench/int8.py`,
+    against oneDNN in the same run, N = 1024 / 2048): mc=24 kc=4096 0.95x / 0.94x, against Goto's
+    mc=120 kc=2048 0.93x / 0.89x.  The AVX2 kernels lose there (Zen 5: f32 mc=12 kc=1024 119
+    against mc=60 kc=512 124; f64 53 against 57), so they keep Goto's blocks.
     """
     l1, l2, l3 = caches.l1d, caches.l2, caches.l3
     mr, nr, size = shape.mr, shape.nr, dtype.in_size
     step = math.lcm(shape.kr, shape.unroll)
     if arrangement == "a-in-l1" and shape.a_in_l1:
-        kc = _round_down(min(l1.size // (mr * size), 2 * KC_MAX), step)
+        kc = _round_down(min(l1.size // (mr * size), 2 * KC_MAX * shape.kr), step)
         return Blocking(mc=2 * mr, kc=kc, nc=_panel_columns(kc, size, nr, l3))
     # KC_MAX counts the kernel's steps: a kernel that takes kr k steps per instruction (VNNI: 4)
     # pays for its C tile over kr times as many.  int8 12x32 on Zen 4 (N = 1024 / 2048, GOP/s):

@@ -274,7 +274,7 @@ _AVX512 = {
 # AVX-512 VNNI: int8 x int8 -> int32 with vpdpbusd (64 multiply-adds per instruction), k in
 # groups of four per 32-bit lane; 12 x 32 like the f32 kernel: 24 accumulators + 2 B + 1 broadcast.
 def _dpbusd_kernels(mr: int, nr: int, lanes: int, template: str,
-                    dot: str) -> dict[DType, KernelShape]:
+                    dot: str, a_in_l1: bool = False) -> dict[DType, KernelShape]:
     """vpdpbusd's kernels for the four int8 GEMMs: its product is uint8 x int8, so int8 A is
     flipped to a + 128 and uint8 x uint8's A to a - 128 (both corrected by B's column sums at the
     end of a B micro-panel, b_extra), and int8 A x uint8 B swaps the instruction's operands
@@ -288,13 +288,13 @@ def _dpbusd_kernels(mr: int, nr: int, lanes: int, template: str,
         if swap:
             isa.update(swap="1")
         return KernelShape(mr=mr, nr=nr, lanes=lanes, kr=4, b_extra=4 if sum_scale else 0,
-                           own_packing=True, template=template, isa=isa)
+                           own_packing=True, template=template, isa=isa, a_in_l1=a_in_l1)
     return {DType.I8I32: shape("0xffffff80u", False), DType.U8S8I32: shape("", False),
             DType.S8U8I32: shape("", True), DType.U8I32: shape("128u", True)}
 
 
 _AVX512_VNNI = {
-    **_dpbusd_kernels(12, 32, 16, "kernels/x86_vnni.c.j2", "_mm512_dpbusd_epi32"),
+    **_dpbusd_kernels(12, 32, 16, "kernels/x86_vnni.c.j2", "_mm512_dpbusd_epi32", a_in_l1=True),
     # vpdpwssd: pairs of int16, signed by signed (no offset, no correction)
     DType.I16I32: KernelShape(mr=12, nr=32, lanes=16, kr=2, own_packing=True,
                               template="kernels/x86_vnni.c.j2",

@@ -53,8 +53,9 @@ def test_model_blocks_fit_every_preset(preset, target, dtype) -> None:
     assert blocking_error(plan.blocking, plan.shape) is None
     assert plan.mr * plan.kc * size <= caches.l1d.size
     if host.arrangement == "a-in-l1" and plan.shape.a_in_l1:
-        assert plan.mc == 2 * plan.mr and plan.kc <= 2 * KC_MAX
-        assert plan.mr * (plan.kc + 4) * size > caches.l1d.size or plan.kc == 2 * KC_MAX
+        longest = 2 * KC_MAX * plan.shape.kr
+        assert plan.mc == 2 * plan.mr and plan.kc <= longest
+        assert plan.mr * (plan.kc + 4) * size > caches.l1d.size or plan.kc == longest
     else:
         assert plan.kc <= KC_MAX
         assert plan.mc * plan.kc * size <= caches.l2.size // 4 or plan.mc == plan.mr
