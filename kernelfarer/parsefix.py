@@ -61,7 +61,10 @@ def for_parser(text: str) -> str:
         tok = tokens[i]
         out.append(_blank(text[pos:tok.offset]))
         pos = tok.end
-        prev = tokens[i - 1] if i > 0 else None
+        before = i - 1                            # the code token before (line markers are not)
+        while before >= 0 and tokens[before].kind == "directive":
+            before -= 1
+        prev = tokens[before] if before >= 0 else None
         if i in retyped:
             out.append(retyped[i])
         elif tok.text == "__kf_attribute" and i + 1 < len(tokens) and tokens[i + 1].text == "(" \
@@ -79,7 +82,7 @@ def for_parser(text: str) -> str:
                 out.append(tok.text)
             else:
                 statement = prev is None or prev.text in (";", "{", "}", ":", "else") or (
-                    prev.text == ")" and (i - 1) in closers)
+                    prev.text == ")" and before in closers)
                 out.append("__kf_asm()" if statement else "")
                 pos = tokens[close].end
                 i = close

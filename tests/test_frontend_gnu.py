@@ -37,6 +37,11 @@ CONSTRUCTS = {
     "basic_asm_top_level": "__asm__(\".globl kf_marker\\nkf_marker:\");",
     "computed_goto": "int dispatch(int x) { static void *t[] = { &&one, &&two };\n"
                      "  goto *t[x & 1];\none: return 1;\ntwo: return 2; }",
+    # the preprocessor puts a line marker between `{` and the first `&&` (Lua's jump table)
+    "computed_goto_after_line_marker": "int disp(int x) { static const void *const t[] = {\n"
+                                       "#if 0\n" + "a skipped line\n" * 10 + "#endif\n"
+                                       "&&one, &&two };\n  goto *t[x & 1];\n"
+                                       "one: return 1;\ntwo: return 2; }",
     "case_ranges": "int lower(int c) { switch (c) { case 'a' ... 'z': return 1; "
                    "default: return 0; } }",
     "int128": "__int128 wide(__int128 x) { return x * 3; }\n"
@@ -206,7 +211,10 @@ def test_the_cli_warns_once_per_left_out_function(tmp_path):
 
 @pytest.mark.parametrize("directive, replaced", [
     ('#line 200 "calc.y"', False), ("#line 300", False), ("# 40", False),
-    ('#line {next} "{path}"', True), ("#line {next}", True), ('#line {next} "t.c"', False)])
+    ('#line {next} "{path}"', True), ("#line {next}", True), ('#line {next} "t.c"', False),
+    # spellings the quick look for such a directive (before any tokenizing) must not miss
+    ('/* c */ #line 300', False), ("# /* c */ line 300", False), ("#\\\nline 300", False),
+    ("  #  300", False), ("/* #line 300 */", True), ('char *s = "#line 300";', True)])
 def test_line_directives_of_the_file(directive, replaced, tmp_path):
     """Generated code (bison, re2c) renumbers or renames its lines with #line: its nests can then
     not be found in the file by the compiler's coordinates, and the file is left as it is, with
