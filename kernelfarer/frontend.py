@@ -12,6 +12,7 @@ closes its innermost body.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -70,10 +71,19 @@ class SourceText:
     def __init__(self, path: str, text: str) -> None:
         self.path = path
         self.text = text
-        self.tokens: list[Token] = tokenize(text)
-        self._by_line: dict[int, list[int]] = {}
+
+    # The tokens are read when a nest is to be located in the text: most files of a build (and
+    # most nests) never are, and tokenizing a large file takes seconds (sqlite3.c: 2 s).
+    @functools.cached_property
+    def tokens(self) -> list[Token]:
+        return tokenize(self.text)
+
+    @functools.cached_property
+    def _by_line(self) -> dict[int, list[int]]:
+        by_line: dict[int, list[int]] = {}
         for index, tok in enumerate(self.tokens):
-            self._by_line.setdefault(tok.line, []).append(index)
+            by_line.setdefault(tok.line, []).append(index)
+        return by_line
 
     @classmethod
     def read(cls, path: str) -> "SourceText":

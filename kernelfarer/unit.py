@@ -303,15 +303,27 @@ def _struct_definitions(node: c_ast.Node):
 # `#line 200 "calc.y"` or `# 200` in the user's own file (what parser and scanner generators write)
 _LINE_DIRECTIVE = re.compile(r"#\s*(?:line\b|(?=\d))")
 _LINE_NUMBER = re.compile(r'#\s*(?:line\s+)?(\d+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*$')
+_DIRECTIVE_NOISE = re.compile(r"/\*[\s\S]*?\*/|\\\r?\n")     # comments, continuations
+
+
+# Text that could be such a directive: a `#` that only whitespace (or the end of a comment)
+# precedes on its line, then `line` or a number.  Files without one are not tokenized to look.
+_MAYBE_LINE_DIRECTIVE = re.compile(
+    r"(?:^|\*/)[ \t\f\v]*#(?:[ \t\f\v]|\\\r?\n|/\*[\s\S]*?\*/)*(?:line\b|\d)", re.M)
 
 
 def _renumbering(source) -> object | None:
     """The first #line directive of the file that gives its code other numbers or another file
     name than its own (one that restates the next line's own number and name changes nothing)."""
+    if not _MAYBE_LINE_DIRECTIVE.search(source.text):
+        return None
     for tok in source.tokens:
-        if tok.kind != "directive" or not _LINE_DIRECTIVE.match(tok.text):
+        if tok.kind != "directive":
             continue
-        m = _LINE_NUMBER.match(tok.text.strip())
+        words = _DIRECTIVE_NOISE.sub(" ", tok.text)      # `# /* c */ line 300`, `#\<newline>line`
+        if not _LINE_DIRECTIVE.match(words):
+            continue
+        m = _LINE_NUMBER.match(words.strip())
         if m is None or int(m[1]) != tok.line + tok.text.count("\n") + 1 or \
                 m[2] is not None and os.path.normpath(m[2]) != os.path.normpath(source.path):
             return tok
