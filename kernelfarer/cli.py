@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--options", action="append", metavar="'FLAGS'",
                     help="a configuration of compile options, as --options='-O2 -g' "
                          "(repeatable; default: '-O2', '-O2 -g', '-O2 -fPIC', "
-                         "'-O2 -march=native')")
+                         "'-O2 -g -fPIC', '-O2 -march=native')")
     pr.add_argument("--quiet", action="store_true", help="say nothing unless something failed")
 
     cmp = sub.add_parser(

@@ -39,8 +39,9 @@ void kf_prepare_dgemm(int m, int n, int k, const double *a, const double *b, dou
 """
 
 # What builds add to an optimizing compile most often and what reaches the support code: debug
-# information, position-independent code (shared libraries), the build machine's own ISA.
-CONFIGURATIONS = ("-O2", "-O2 -g", "-O2 -fPIC", "-O2 -march=native")
+# information, position-independent code (shared libraries; libtool's are `-g -O2 -fPIC`), the
+# build machine's own ISA.
+CONFIGURATIONS = ("-O2", "-O2 -g", "-O2 -fPIC", "-O2 -g -fPIC", "-O2 -march=native")
 
 
 def wrapper() -> list[str]:
