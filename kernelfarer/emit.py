@@ -188,7 +188,8 @@ SUPPORT_END = ("#if defined(KERNELFARER_SUPPORT_WARNINGS)\n"
 OPTIONAL_HELPERS = ("kf_min", "kf_max", "kf_floordiv", "kf_nonnegative", "kf_disjoint",
                     "kf_row_stride",
                     "kf_rows_uniform", "kf_isfinite_s", "kf_isfinite_d", "kf_all_finite_s",
-                    "kf_all_finite_d", "kf_alloc64", "kf_scratch_take", "kf_cpu_any", "kf_streq",
+                    "kf_all_finite_d", "kf_alloc64", "kf_scratch_take", "kf_cache_take",
+                    "kf_cpu_any", "kf_streq",
                     "kf_getenv", "kf_threads")
 _HELPER_NAMES = re.compile(r"\b(?:%s)\b" % "|".join(OPTIONAL_HELPERS))
 

@@ -264,3 +264,117 @@ def test_counters_openmp_keeps_private_are_left_as_they_were(tmp_path) -> None:
             outputs.append(ran.stdout)
         assert outputs[0] == outputs[1], (flags, outputs)
         assert outputs[0].startswith("i=-5 j=-7 k=-9" if flags else "i=67 j=59 k=61"), outputs
+
+
+# -- the packing buffer kept from one call to the next ---------------------------------------------
+
+BUFFER_GEMM = r"""
+void gemm(int m, int n, int k, const float *a, const float *b, float *c)
+{
+    for (int i = 0; i < m; i++)
+        for (int p = 0; p < k; p++)
+            for (int j = 0; j < n; j++)
+                c[i * n + j] += a[i * k + p] * b[p * n + j];
+}
+"""
+
+# Sizes past the direct path (the packed path takes the kept buffer), growing and shrinking, odd;
+# two threads at once (one holds the buffer, the other allocates); and page faults of calls after
+# the allocator gave its free memory back to the system (malloc_trim): a buffer allocated per call
+# is then fresh memory, faulting once per 4 KiB page (a 600^3 float problem's is 1.4 MiB).
+BUFFER_HARNESS = r"""
+#include <malloc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+void gemm(int m, int n, int k, const float *a, const float *b, float *c);
+extern long kernelfarer_fast_path_calls __attribute__((weak));
+
+static int check(int m, int n, int k, unsigned seed)
+{
+    float *a = malloc(sizeof(float) * (m * k + 1)), *b = malloc(sizeof(float) * (k * n + 1));
+    float *c = malloc(sizeof(float) * (m * n + 1)), *r = malloc(sizeof(float) * (m * n + 1));
+    int i, j, p, bad = 0;
+    for (i = 0; i < m * k; i++) a[i] = (float)((i * 7 + seed) % 9) - 4;
+    for (i = 0; i < k * n; i++) b[i] = (float)((i * 5 + seed) % 7) - 3;
+    for (i = 0; i < m * n; i++) r[i] = c[i] = (float)(i % 5) - 2;
+    for (i = 0; i < m; i++)
+        for (p = 0; p < k; p++)
+            for (j = 0; j < n; j++)
+                r[i * n + j] += a[i * k + p] * b[p * n + j];
+    gemm(m, n, k, a, b, c);
+    for (i = 0; i < m * n; i++)
+        bad += c[i] != r[i];
+    free(a); free(b); free(c); free(r);
+    return bad;
+}
+
+static void *worker(void *arg)
+{
+    long bad = 0;
+    int round;
+    for (round = 0; round < 6; round++)
+        bad += check(203 + round, 211, 199 + (int)(long)arg, (unsigned)round);
+    return (void *)bad;
+}
+
+static long faults(void)
+{
+    struct rusage use;
+    getrusage(RUSAGE_SELF, &use);
+    return use.ru_minflt;
+}
+
+int main(void)
+{
+    static const int sizes[][3] = { {600, 600, 600}, {97, 389, 211}, {1000, 7, 900},
+                                    {601, 603, 599}, {131, 1031, 257}, {600, 600, 600} };
+    int s, round, bad = 0;
+    long most = 0;
+    pthread_t t1, t2;
+    void *r1, *r2;
+    float *a = calloc(600 * 600, sizeof(float)), *b = calloc(600 * 600, sizeof(float));
+    float *c = calloc(600 * 600, sizeof(float));
+    for (s = 0; s < 6; s++)
+        bad += check(sizes[s][0], sizes[s][1], sizes[s][2], (unsigned)s);
+    gemm(600, 600, 600, a, b, c);                 /* every page of a, b, c touched */
+    for (round = 0; round < 3; round++) {
+        long before;
+        malloc_trim(0);
+        before = faults();
+        gemm(600, 600, 600, a, b, c);
+        if (faults() - before > most)
+            most = faults() - before;
+    }
+    pthread_create(&t1, 0, worker, (void *)1L);
+    pthread_create(&t2, 0, worker, (void *)2L);
+    pthread_join(t1, &r1);
+    pthread_join(t2, &r2);
+    printf("%d %ld %ld %ld\n", bad + (int)(long)r1 + (int)(long)r2, most,
+           &kernelfarer_fast_path_calls ? kernelfarer_fast_path_calls : -1L, (long)sizeof(void *));
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/include/malloc.h"), reason="needs glibc's malloc_trim")
+def test_the_packing_buffer_is_kept_between_calls(tmp_path) -> None:
+    """Calls after the first take the packing buffer the first allocated (no page fault for it
+    even after the allocator gave its memory back), sizes that grow and shrink stay equal to the
+    original loops, and two threads calling at once both get right results."""
+    src = tmp_path / "gemm.c"
+    src.write_text(BUFFER_GEMM)
+    out = tmp_path / "gemm_kf.c"
+    done = run_cli("rewrite", src, "-o", out)
+    assert done.returncode == 0, done.stderr
+    assert "kf_cache_take" in out.read_text()
+    (tmp_path / "main.c").write_text(BUFFER_HARNESS)
+    exe = tmp_path / "t"
+    subprocess.run([CLANG, "-O2", "-pthread", *TRACE_FLAGS, str(out), str(tmp_path / "main.c"),
+                    "-o", str(exe)], check=True)
+    bad, most, fast_calls, _ = (int(v) for v in subprocess.run(
+        [str(exe)], check=True, capture_output=True, text=True).stdout.split())
+    assert bad == 0
+    assert fast_calls >= 6 + 4 + 12 - 1, "the sizes were meant for the packed path"
+    assert most < 64, f"{most} page faults in a call: the buffer was allocated anew"
