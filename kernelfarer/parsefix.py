@@ -56,6 +56,7 @@ def for_parser(text: str) -> str:
     closers = _control_closers(tokens)
     retyped = _retyped(tokens)          # base types of declarations a vector/mode attribute changes
     goto_ends: set[int] = set()         # the ';' of computed gotos: `)` goes before them
+    depths: list[int] | None = None     # braces open before each token (found at the first asm)
     i = 0
     while i < len(tokens):
         tok = tokens[i]
@@ -81,8 +82,11 @@ def for_parser(text: str) -> str:
             if close is None:
                 out.append(tok.text)
             else:
-                statement = prev is None or prev.text in (";", "{", "}", ":", "else") or (
-                    prev.text == ")" and before in closers)
+                if depths is None:
+                    depths = _brace_depths(tokens)
+                statement = depths[i] > 0 and (      # at file scope asm is a declaration
+                    prev is None or prev.text in (";", "{", "}", ":", "else") or (
+                        prev.text == ")" and before in closers))
                 out.append("__kf_asm()" if statement else "")
                 pos = tokens[close].end
                 i = close
@@ -261,6 +265,18 @@ def _matching(tokens: list[Token], i: int) -> int | None:
             if depth == 0:
                 return j
     return None
+
+
+def _brace_depths(tokens: list[Token]) -> list[int]:
+    """For each token, how many braces are open before it (0: file scope)."""
+    depths, depth = [], 0
+    for tok in tokens:
+        if tok.text == "}" and tok.kind == "punct":
+            depth = max(depth - 1, 0)
+        depths.append(depth)
+        if tok.text == "{" and tok.kind == "punct":
+            depth += 1
+    return depths
 
 
 def _control_closers(tokens: list[Token]) -> set[int]:

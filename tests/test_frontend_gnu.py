@@ -35,6 +35,9 @@ CONSTRUCTS = {
     "asm_label": "extern int renamed(int) __asm__(\"abs\");\n"
                  "int call(int x) { return renamed(x); }",
     "basic_asm_top_level": "__asm__(\".globl kf_marker\\nkf_marker:\");",
+    "asm_top_level_after_declaration": "int kf_before;\n__asm__(\".globl kf_marker2\\nkf_marker2:\");\n"
+                                       "static int kf_after(void) { return kf_before; }\n"
+                                       "int kf_use(void) { return kf_after(); }",
     "computed_goto": "int dispatch(int x) { static void *t[] = { &&one, &&two };\n"
                      "  goto *t[x & 1];\none: return 1;\ntwo: return 2; }",
     # the preprocessor puts a line marker between `{` and the first `&&` (Lua's jump table)
