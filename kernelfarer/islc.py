@@ -9,6 +9,10 @@ import islpy as isl
 
 # The mark of transforms/blocking.py above a loop that the threads of a parallel region share.
 PARALLEL_FOR = "kf_parallel_for"
+# ... and above one they share in chunks of `kf_epi_chunk` iterations counted from the start of
+# the outermost loop (the driver's fused epilogue runs on what one chunk computed).
+PARALLEL_FOR_CHUNKED = "kf_parallel_for_chunked"
+CHUNK_VARIABLE = "kf_epi_chunk"
 
 _OP = isl.ast_expr_op_type
 _BINARY = {
@@ -31,12 +35,14 @@ class AstPrinter:
         self.parallel_outer = parallel_outer
         self.iterators: dict[str, None] = {}     # the loop variables printed, in order
         self._depth = 0                          # loops around the node being printed
+        self._around: list[str] = []             # ... and their variables, outermost first
 
     def block(self, n: isl.AstNode, indent: str = "") -> str:
         """The AST as a block that declares its loop variables first (C89: no declaration in a
         `for` header, none after a statement)."""
         self.iterators = {}
         self._depth = 0
+        self._around = []
         body = self.node(n, indent + "    ")
         if not self.iterators:
             return body
@@ -84,7 +90,9 @@ class AstPrinter:
                 cond = cond[1:-1]        # OpenMP's canonical loop form (gcc): `it <= bound`
             inc = self.expr(n.for_get_inc())
             self._depth += 1
+            self._around.append(it)
             body = self.node(n.for_get_body(), indent + "    ")
+            self._around.pop()
             self._depth -= 1
             self.iterators[it] = None
             pragma = ""
@@ -107,13 +115,23 @@ class AstPrinter:
         if kind == isl.ast_node_type.mark:
             inner = n.mark_get_node()
             text = self.node(inner, indent)
-            if n.mark_get_id().get_name() != PARALLEL_FOR:
+            mark = n.mark_get_id().get_name()
+            if mark not in (PARALLEL_FOR, PARALLEL_FOR_CHUNKED):
                 return text
             # The threads of the enclosing parallel region share the loop, and wait for each
             # other at its end (without OpenMP, one thread runs it all).  A loop isl printed as
             # no loop (one trip) is run by one of them.
             if inner.get_type() == isl.ast_node_type.for_:
-                return f"#if defined(_OPENMP)\n{indent}#pragma omp for schedule(static)\n#endif\n{text}"
+                chunk = ""
+                if mark == PARALLEL_FOR_CHUNKED:
+                    # OpenMP counts the chunks from the loop's start: the statements count them
+                    # from the outermost loop's variable, which must be that start
+                    if not self._around or self.expr(inner.for_get_init()) != self._around[0]:
+                        raise ValueError("a loop shared in chunks does not start at the "
+                                         "outermost loop's variable")
+                    chunk = f", {CHUNK_VARIABLE}"
+                return (f"#if defined(_OPENMP)\n{indent}#pragma omp for schedule(static{chunk})"
+                        f"\n#endif\n{text}")
             return (f"#if defined(_OPENMP)\n{indent}#pragma omp single\n#endif\n"
                     f"{indent}{{\n{text}{indent}}}\n")
         raise NotImplementedError(f"isl AST node {kind}")

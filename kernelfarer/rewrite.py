@@ -189,9 +189,9 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
         insert_at = func_start if insert_at is None else min(insert_at, func_start)
         details = tuple({**dict(_details(spec, plan)), **dict(call.details)}.items())
         if spec.epilogue is not None:
-            details += (("epilogue", f"fused: {hook} runs on each panel of register tiles of C "
-                                     f"once it is final, while it is in cache ({_tile_rule(plan)}; "
-                                     "else once over C after the GEMM)") if hook in hooks else
+            details += (("epilogue", f"fused: {hook} runs on each panel of C once it is final, "
+                                     f"while it is in cache ({_tile_rule(plan)}; else once over C "
+                                     "after the GEMM)") if hook in hooks else
                         ("epilogue", "a pass over C after the GEMM" + (
                             f" (not fused: {spec.fusion_refusal})" if spec.fusion_refusal else "")),)
         if cand.pragmas:
@@ -285,10 +285,12 @@ def _conditional_inside(source, first: int, span) -> object | None:
 def _tile_rule(plan) -> str:
     """When the driver of `plan` (a KernelPlan, or a DispatchPlan's first) fuses panel by panel."""
     first = getattr(plan, "plans", (plan,))[0]
-    rule = f"rows of C not a multiple of {first.l1_way} bytes apart, packed path"
+    rule = (f"packed path: panels of an A block's {first.mc} rows and {first.epi_panel_cols} "
+            "columns")
     if first.direct_policy:
-        rule += (f" or direct path with k <= {first.direct_policy.rows_outer_k} and C larger than "
-                 f"{first.direct_policy.c_elems * first.dtype.size // 1024} KiB")
+        rule += (f"; direct path with k <= {first.direct_policy.rows_outer_k}, C larger than "
+                 f"{first.direct_policy.c_elems * first.dtype.size // 1024} KiB and its rows not "
+                 f"a multiple of {first.l1_way} bytes apart")
     return rule
 
 

@@ -341,6 +341,12 @@ def variant_plan(target: str, dtype: DType, variant: str) -> KernelPlan:
     if variant.startswith("tiny"):
         # tiny blocks: the epilogue panel by panel across many k and cache blocks
         plan = make_plan(real, dtype, overrides=tiny_blocks(plan))
+    if variant == "tiny-chunks":
+        # ... on panels of two register tiles' columns, three to a B panel
+        plan = make_plan(real, dtype, overrides={**tiny_blocks(plan), "nc": 6 * plan.nr})
+        plan = replace(plan, direct=False, thin_name="",
+                       epi_panel_bytes=plan.mc * dtype.size * 2 * plan.nr)
+        assert plan.epi_panel_cols == 2 * plan.nr
     if variant == "no-thin":
         plan = replace(plan, thin_name="")
     elif variant.endswith("packed"):
@@ -907,17 +913,19 @@ def test_driver_loops_from_the_schedule_cache_equal_a_fresh_build(tmp_path, monk
 @pytest.mark.parametrize("target", RUN_TARGETS)
 def test_epilogue_panel_by_panel_and_after(builds, target, dtype) -> None:
     """A fused epilogue visits each element of C once, after its last k block, whether the driver
-    applies it panel by panel (the packed path: each column of register tiles of an A block; the
-    direct path's walk by rows, k <= 16: chunks of a row of tiles) or in one pass at the end (the
-    direct path's walk by columns; C's rows a multiple of an L1 way apart: 4 KiB).  Tiny blocks:
-    several k blocks and cache blocks per problem, chunks of two tiles."""
+    applies it panel by panel (the packed path: chunks of columns of an A block's rows, whatever
+    C's row stride; the direct path's walk by rows, k <= 16: chunks of a row of tiles) or in one
+    pass at the end (the direct path's walk by columns, or C's rows a multiple of an L1 way
+    apart: 4 KiB).  Tiny blocks: several k blocks and cache blocks per problem, chunks of two
+    tiles (tiny-chunks: three to a B panel)."""
     skip_unless_runs(target)
-    for variant in ("tiny-packed", "tiny-direct", "default"):
+    for variant in ("tiny-packed", "tiny-chunks", "tiny-direct", "default"):
         lib = builds.library(target, dtype, variant)
         rng = np.random.default_rng(7)
         way_elems = 4096 // np.dtype(NUMPY_C[dtype]).itemsize
         for m, n, k in ((37, 45, 29), (lib.plan.mr * 2 + 1, lib.plan.nr + 3, 2), (5, 70, 33),
-                        (lib.plan.mr + 2, lib.plan.nr * 5 + 3, 9)):
+                        (lib.plan.mr + 2, lib.plan.nr * 5 + 3, 9),
+                        (lib.plan.mr + 1, lib.plan.nr * 13 + 5, 7)):
             for cpad in (1, way_elems - n):        # panel by panel; rows 4 KiB apart
                 lib.gemm(rng, m, n, k, cpad=cpad, alpha=2, beta=3, load_c=1, epilogue=True)
                 lib.gemm(rng, m, n, k, ta=True, cpad=cpad, load_c=0, epilogue=True)

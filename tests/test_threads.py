@@ -174,7 +174,8 @@ def test_the_pragma_asks_for_threads_and_only_its_nest_gets_them(tmp_path) -> No
     nn, nt = [line for line in remarks.splitlines() if "replaced" in line]
     assert "_mt [" in nn and "_mt" not in nt
     assert "#pragma omp parallel num_threads(threads)" in text
-    assert text.count("#pragma omp for schedule(static)") == 3     # B panel, A block, columns
+    assert text.count("#pragma omp for schedule(static)") == 1     # A block
+    assert text.count("#pragma omp for schedule(static, kf_epi_chunk)") == 2   # B panel, columns
     report = tmp_path / "r.json"
     done = run_cli("rewrite", tmp_path / "gemms.c", "-o", tmp_path / "again.c", "--report", report)
     assert done.returncode == 0, done.stderr
@@ -208,7 +209,8 @@ def test_explain_prints_the_schedule_tree_with_the_shared_loops(tmp_path) -> Non
     assert [t.split()[0] for t in trees] == ["kf_sgemm_x86_avx2_6x16_mt_driver",
                                               "kf_dgemm_x86_avx2_6x8_driver"]
     threaded, single = trees
-    assert threaded.count("mark: kf_parallel_for") == 3 and "mark:" not in single
+    assert threaded.count("mark: kf_parallel_for\n") == 1 and "mark:" not in single   # PackA
+    assert threaded.count("mark: kf_parallel_for_chunked\n") == 2      # PackB and the jr loop
     for tree in trees:
         assert "band: [M, N, K] -> { Kern[jc, pc, ic, jr, ir] -> [ir] }" in tree
         assert tree.index("filter: PackB") < tree.index("filter: Kern, PackA") \

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from kernelfarer.islc import PARALLEL_FOR     # the mark above a loop that threads share
+from kernelfarer.islc import PARALLEL_FOR, PARALLEL_FOR_CHUNKED   # loops that threads share
 
 
 def gemm_domain(*, params: tuple[str, str, str] = ("M", "N", "K")) -> isl.Set:
@@ -97,7 +97,10 @@ def layered_tree(domain: isl.Set, *, mc: int, kc: int, nc: int, mr: int, nr: int
     every thread of the region runs the jc, pc and ic loops, and shares out the packing of each
     panel and block and the register-tile columns of each block, as BLIS does on cores with
     private L2 caches; the end of each shared loop is the barrier that orders the packing before
-    its use, and the use before the next packing over it."""
+    its use, and the use before the next packing over it.  The jb and jr loops are shared in
+    the same chunks (PARALLEL_FOR_CHUNKED): a thread computes with the B micro-panels it packed
+    (in its own L2), and the fused epilogue runs on the columns of a chunk once its thread has
+    stored them."""
     if mc % mr or nc % nr:
         raise ValueError("mc must be a multiple of mr and nc a multiple of nr")
     kern = _kern_instances(domain, mc=mc, kc=kc, nc=nc, mr=mr, nr=nr)
@@ -111,8 +114,8 @@ def layered_tree(domain: isl.Set, *, mc: int, kc: int, nc: int, mr: int, nr: int
                                    f"ia = {a_chunk}*floor(ir/{a_chunk}) }}")
                     .intersect_domain(kern).range(), ("jc", "pc", "ic", "ia"))
 
-    def shared(node: isl.ScheduleNode) -> isl.ScheduleNode:
-        return node.insert_mark(isl.Id(PARALLEL_FOR)).child(0) if threads else node
+    def shared(node: isl.ScheduleNode, mark: str = PARALLEL_FOR) -> isl.ScheduleNode:
+        return node.insert_mark(isl.Id(mark)).child(0) if threads else node
 
     schedule = isl.Schedule.from_domain(
         isl.UnionSet(pack_b).union(isl.UnionSet(pack_a)).union(isl.UnionSet(kern)))
@@ -120,13 +123,15 @@ def layered_tree(domain: isl.Set, *, mc: int, kc: int, nc: int, mr: int, nr: int
     node = node.insert_partial_schedule(_band([(pack_b, (0, 1)), (pack_a, (0, 1)),
                                                (kern, (0, 1))])).child(0)
     node = node.insert_sequence(_filters(pack_b, isl.UnionSet(pack_a).union(isl.UnionSet(kern))))
-    node = shared(node.child(0).child(0).insert_partial_schedule(_band([(pack_b, (2,))])))
+    node = shared(node.child(0).child(0).insert_partial_schedule(_band([(pack_b, (2,))])),
+                  PARALLEL_FOR_CHUNKED)
     node = node.ancestor(2 if threads else 1).next_sibling().child(0)
     node = node.insert_partial_schedule(_band([(pack_a, (2,)), (kern, (2,))])).child(0)
     node = node.insert_sequence(_filters(pack_a, kern))
     node = shared(node.child(0).child(0).insert_partial_schedule(_band([(pack_a, (3,))])))
     node = node.ancestor(2 if threads else 1).next_sibling().child(0)
-    node = shared(node.insert_partial_schedule(_band([(kern, (3,))]))).child(0)
+    node = shared(node.insert_partial_schedule(_band([(kern, (3,))])),
+                  PARALLEL_FOR_CHUNKED).child(0)
     node = node.insert_partial_schedule(_band([(kern, (4,))]))
     context = isl.Set(head + "{ : " + " and ".join(f"{p} >= 0" for p in names) + " }")
     return LayeredTree(schedule=node.get_schedule(), context=context)
