@@ -322,16 +322,13 @@ def _store_outcome(key: str | None, outcome: Outcome) -> None:
     if key is None or outcome.error is not None or \
             os.environ.get("KERNELFARER_REWRITE_CACHE", "1") == "0":
         return
+    from kernelfarer.hostinfo import keep_cached
     path = _cache_path(key)
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        temporary = f"{path}.{os.getpid()}.tmp"
-        with open(temporary, "wb") as f:
-            f.write(zlib.compress(pickle.dumps(outcome), 1))
-        os.replace(temporary, path)
-        _prune(os.path.dirname(path))
-    except OSError:
-        pass
+    if keep_cached(path, zlib.compress(pickle.dumps(outcome), 1)):
+        try:
+            _prune(os.path.dirname(path))
+        except OSError:             # another compile pruned (or removed) it meanwhile
+            pass
 
 
 REWRITE_CACHE_ENTRIES = 1000     # the most recent rewrites kept (tens of KB each)
@@ -463,7 +460,7 @@ def _compiler_family(compiler: str) -> str:
     the compiler's identity (path, size, mtime), so that a build asks each compiler once."""
     import subprocess
     from kernelfarer import split
-    from kernelfarer.hostinfo import cache_subdir
+    from kernelfarer.hostinfo import cache_subdir, keep_cached
     identity = split.compiler_identity([compiler])
     memo = str(cache_subdir("compilers") / split.digest("\0".join(identity)))
     try:
@@ -481,13 +478,7 @@ def _compiler_family(compiler: str) -> str:
     banner = done.stdout.lower()
     family = "clang" if "clang" in banner else "gcc" if "free software foundation" in banner else "other"
     if done.returncode == 0 and len(identity) > 1:     # only a compiler that ran, and is a file
-        try:
-            os.makedirs(os.path.dirname(memo), exist_ok=True)
-            with open(f"{memo}.{os.getpid()}.tmp", "w", encoding="utf-8") as f:
-                f.write(family + "\n")
-            os.replace(f"{memo}.{os.getpid()}.tmp", memo)
-        except OSError:
-            pass
+        keep_cached(memo, family + "\n")
     return family
 
 

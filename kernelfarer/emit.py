@@ -118,7 +118,7 @@ def schedule_loops(schedule: tuple, indent: str) -> str:
     import hashlib
     import islpy
     from kernelfarer import islc
-    from kernelfarer.hostinfo import cache_subdir
+    from kernelfarer.hostinfo import cache_subdir, keep_cached
     sources = b"".join(open(m.__file__, "rb").read() for m in (blocking, islc))
     key = hashlib.sha256(repr((schedule, indent, islpy.__version__)).encode() + sources)
     path = cache_subdir("schedules") / (key.hexdigest()[:32] + ".c")
@@ -138,13 +138,7 @@ def schedule_loops(schedule: tuple, indent: str) -> str:
     printer = AstPrinter(lambda name, args: f"{_OPEN}{name}({_ARG.join(args)}{_CLOSE}",
                          rename={"M": "m", "N": "n", "K": "k"})
     text = printer.block(blocking.build_ast(tree), indent)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, path)
-    except OSError:
-        pass
+    keep_cached(path, text)
     return text
 
 

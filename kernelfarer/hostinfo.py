@@ -261,6 +261,26 @@ def cache_subdir(name: str) -> Path:
     return profile_dir(os.environ.get(PROFILE_DIR_ENV) or None) / name
 
 
+def keep_cached(path: str | os.PathLike, data: str | bytes) -> bool:
+    """Write `data` to `path` in the profile, whole or not at all (a temporary file renamed over
+    it: a reader never sees part of it); False when it cannot be written, which only costs the
+    next run the work again."""
+    path = Path(path)
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, bytes):
+            temporary.write_bytes(data)
+        else:
+            temporary.write_text(data, encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        return False
+    return True
+
+
 def profile_path(host: Host, directory: str | None = None) -> Path:
     """Where `kernelfarer tune` stores the tuned profile of `host` (one file per machine)."""
     return profile_dir(directory or os.environ.get(PROFILE_DIR_ENV) or None) / \

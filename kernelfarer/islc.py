@@ -34,14 +34,13 @@ class AstPrinter:
         # `omp parallel for` loops, every inner loop variable private
         self.parallel_outer = parallel_outer
         self.iterators: dict[str, None] = {}     # the loop variables printed, in order
-        self._depth = 0                          # loops around the node being printed
-        self._around: list[str] = []             # ... and their variables, outermost first
+        self._around: list[str] = []             # variables of the loops around the node
+                                                 # being printed, outermost first
 
     def block(self, n: isl.AstNode, indent: str = "") -> str:
         """The AST as a block that declares its loop variables first (C89: no declaration in a
         `for` header, none after a statement)."""
         self.iterators = {}
-        self._depth = 0
         self._around = []
         body = self.node(n, indent + "    ")
         if not self.iterators:
@@ -89,14 +88,12 @@ class AstPrinter:
             if cond.startswith("(") and cond.endswith(")") and _balanced(cond[1:-1]):
                 cond = cond[1:-1]        # OpenMP's canonical loop form (gcc): `it <= bound`
             inc = self.expr(n.for_get_inc())
-            self._depth += 1
             self._around.append(it)
             body = self.node(n.for_get_body(), indent + "    ")
             self._around.pop()
-            self._depth -= 1
             self.iterators[it] = None
             pragma = ""
-            if self.parallel_outer and self._depth == 0:
+            if self.parallel_outer and not self._around:
                 pragma = (f"#if defined(_OPENMP)\n{indent}#pragma omp parallel for "
                           f"schedule(static) private({_PRIVATE})\n#endif\n")
             return (f"{pragma}{indent}for ({it} = {init}; {cond}; {it} += {inc}) {{\n"

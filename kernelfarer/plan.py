@@ -58,6 +58,15 @@ class DirectPolicy:
     c_elems: int = 0    # the fused epilogue pays where C has more elements (L2; driver.c.j2)
 
 
+# The fused epilogue of the packed path runs on panels of about this many bytes of C: the mc rows
+# of an A block and as many columns (a multiple of nr) as fit.  A call per column of register
+# tiles (mc x nr) costs more than the pass over C it saves when mc is small (Zen 5, mc = 24, f32,
+# Y = relu(X W + bias) against the GEMM: 4000 x 4000 x 64 1.39x, the pass 1.24x); panels of
+# 256, 1024 and 4096 columns (24, 96 and 384 KiB) measured 1.09x, 1.07x and 1.09x there, and
+# 1.05x, 1.04x, 1.04x at x 256 (the pass 1.08x).
+EPI_PANEL_BYTES = 64 << 10
+
+
 @dataclass(frozen=True)
 class KernelPlan:
     target: Target
@@ -117,7 +126,7 @@ class KernelPlan:
     # Threads of the packed path (OpenMP, when the file is compiled with it): 0, none (no OpenMP
     # code at all); THREADS_AUTO, as many as OpenMP offers (OMP_NUM_THREADS); n > 1, at most n.
     threads: int = 0
-    epi_panel_bytes: int = 0            # the fused epilogue's panels (0: EPI_PANEL_BYTES)
+    epi_panel_bytes: int = EPI_PANEL_BYTES   # the fused epilogue's panels (epi_panel_cols)
 
     @property
     def l1_way(self) -> int:
@@ -128,9 +137,8 @@ class KernelPlan:
     @property
     def epi_panel_cols(self) -> int:
         """Columns of C per call of the fused epilogue on the packed path: a multiple of nr whose
-        mc rows take EPI_PANEL_BYTES, at most nc."""
-        size = self.epi_panel_bytes or EPI_PANEL_BYTES
-        cols = size // (self.mc * self.dtype.size) // self.nr * self.nr
+        mc rows take epi_panel_bytes, at most nc."""
+        cols = self.epi_panel_bytes // (self.mc * self.dtype.size) // self.nr * self.nr
         return max(self.nr, min(cols, self.nc))
 
     @property
@@ -358,14 +366,6 @@ def _direct_rows(mr: int) -> dict:
         direct_base_rows=tuple(b * DIRECT_ROWS_PER_BASE for b in bases),
     )
 
-
-# The fused epilogue of the packed path runs on panels of about this many bytes of C: the mc rows
-# of an A block and as many columns (a multiple of nr) as fit.  A call per column of register
-# tiles (mc x nr) costs more than the pass over C it saves when mc is small (Zen 5, mc = 24, f32,
-# Y = relu(X W + bias) against the GEMM: 4000 x 4000 x 64 1.39x, the pass 1.24x); panels of
-# 256, 1024 and 4096 columns (24, 96 and 384 KiB) measured 1.09x, 1.07x and 1.09x there, and
-# 1.05x, 1.04x, 1.04x at x 256 (the pass 1.08x).
-EPI_PANEL_BYTES = 64 << 10
 
 THREADS_AUTO = -1
 # Products of fewer multiply-adds (m*n*k) than this run on one thread: starting a parallel region,

@@ -117,7 +117,7 @@ def _reachable_names(units: list[tuple[tuple[str, ...], str]], compiler: list[st
     only keep more macros), or None when the headers cannot be listed.  The headers' words are
     kept in the profile directory (`headers/`) under the compiler, its options and the units'
     #include lines."""
-    from kernelfarer.hostinfo import cache_subdir
+    from kernelfarer.hostinfo import cache_subdir, keep_cached
     texts = [text for _, text in units]
     includes = sorted({line.strip() for text in texts for line in text.splitlines()
                        if line.lstrip().startswith("#include")})
@@ -145,13 +145,7 @@ def _reachable_names(units: list[tuple[tuple[str, ...], str]], compiler: list[st
                 header_names.update(_NAME.findall(f.read()))
         except OSError:
             return None
-    try:
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        temporary = memo.with_name(f"{memo.name}.{os.getpid()}.tmp")
-        temporary.write_text("\n".join(sorted(header_names)) + "\n", encoding="utf-8")
-        os.replace(temporary, memo)
-    except OSError:
-        pass
+    keep_cached(memo, "\n".join(sorted(header_names)) + "\n")
     return frozenset(names | header_names)
 
 
