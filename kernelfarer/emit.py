@@ -20,6 +20,7 @@ from kernelfarer import templates
 from kernelfarer.plan import THREAD_MIN_WORK, DispatchPlan, KernelPlan
 from kernelfarer.spec import CInit, GemmSpec
 from kernelfarer.split import SPLIT_DECLARATION, SPLIT_LINKAGE, SPLIT_TAG
+from kernelfarer.tileprog import fill_expression
 from kernelfarer.transforms import blocking
 
 
@@ -246,9 +247,12 @@ def render_call(spec: GemmSpec, plan: KernelPlan, original: str, indent: str,
     """The call site of one nest; `hook`: the name of its fused epilogue (render_hook), which the
     driver then applies instead of a pass over C after it."""
     load_c = spec.load_c or (0 if spec.init is CInit.OVERWRITE else 1)
+    hook = hook if spec.fusion is not None else None
+    prog_fill = fill_expression(spec.tile_steps, "$prog", spec.dtype.ctype) \
+        if hook and spec.tile_steps else ""
     text = environment().get_template("callsite.c.j2").render(
-        spec=spec, plan=plan, original=original, indent=indent, load_c=load_c,
-        hook=hook if spec.fusion is not None else None)
+        spec=spec, plan=plan, original=original, indent=indent, load_c=load_c, hook=hook,
+        prog_fill=prog_fill)
     return text.rstrip("\n")
 
 

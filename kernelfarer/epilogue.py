@@ -21,7 +21,7 @@ epilogue stores only this C element, never reads C's old value, and reads no mem
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pycparser import c_ast, c_generator
 
@@ -53,6 +53,8 @@ class Epilogue:
     loops: tuple[str, str]         # the two outer loop headers, as the user wrote them
     body: tuple[str, ...]          # C statements of one element's epilogue
     reads: tuple[c_ast.ArrayRef, ...]  # array reads of seed and epilogue (checked against C)
+    slot: str = ""                 # what the k loop sums into: a scalar's name, or "<C>"
+    c_store: c_ast.ArrayRef | None = field(default=None, compare=False)  # the store to C
 
 
 def pure_functions(ast: c_ast.FileAST) -> frozenset[str]:
@@ -104,17 +106,18 @@ def pure_functions(ast: c_ast.FileAST) -> frozenset[str]:
             if calls <= quiet:
                 quiet.add(name)
                 changed = True
-    return PureFunctions(found, why, quiet)
+    return PureFunctions(found, why, quiet, {name: defs[name] for name in found if name in defs})
 
 
 class PureFunctions(frozenset):
     """Names of functions without side effects and memory reads, and why the file's other
     functions are not among them (for remarks)."""
 
-    def __new__(cls, names, why: dict[str, str], errno_free=NO_ERRNO_FUNCTIONS):
+    def __new__(cls, names, why: dict[str, str], errno_free=NO_ERRNO_FUNCTIONS, defs=None):
         self = super().__new__(cls, names)
         self.why = dict(why)
         self.errno_free = frozenset(errno_free)    # ... and never set errno (nor what they call)
+        self.defs = dict(defs or {})               # the file's own: name -> FuncDef
         return self
 
 
@@ -262,7 +265,8 @@ def epilogue_form(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef,
         raise NotGemm(f"'{slot}' is accumulated before it is set")
     body += [_GEN.visit(stmt) + ";" for stmt in nest.post]
     loops = tuple(_header(lp.node) for lp in nest.loops[:2])
-    return Epilogue(loops=loops, body=tuple(body), reads=tuple(reads)), from_c
+    return Epilogue(loops=loops, body=tuple(body), reads=tuple(reads), slot=slot,
+                    c_store=c_store), from_c
 
 
 def _is_zero(node: c_ast.Node) -> bool:

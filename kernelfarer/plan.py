@@ -17,7 +17,7 @@ from typing import Mapping
 
 from kernelfarer.diagnostics import KernelfarerError
 from kernelfarer.hostinfo import CacheLevel, Caches, Host, current_host
-from kernelfarer.targets import DType, KernelShape, Target
+from kernelfarer.targets import TILE_PROGRAM_TEMPLATES, DType, KernelShape, Target
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,7 @@ class KernelPlan:
     # code at all); THREADS_AUTO, as many as OpenMP offers (OMP_NUM_THREADS); n > 1, at most n.
     threads: int = 0
     epi_panel_bytes: int = EPI_PANEL_BYTES   # the fused epilogue's panels (epi_panel_cols)
+    tile_prog: bool = False  # the kernel has a <name>_prog variant (a fused epilogue as a program)
 
     @property
     def l1_way(self) -> int:
@@ -450,6 +451,7 @@ def make_plan(target: Target, dtype: DType, *, caches: Caches | None = None,
                                     direct_mr=shape.direct_mr or shape.mr) if direct else None,
         thin_name=f"{base}_thin" if shape.thin else "",
         threads=0 if threads == 1 else threads,
+        tile_prog=shape.template in TILE_PROGRAM_TEMPLATES and dtype.kind == "float",
     )
 
 

@@ -19,7 +19,7 @@ from kernelfarer.access import Access, flatten_access, row_stride_symbol
 from kernelfarer.affine import IndexConverter, NotAffine, Poly, symbol_text
 from kernelfarer.canon_base import names_in, walk
 from kernelfarer.canonical import Canonical
-from kernelfarer.ctype import Scalar, Scope
+from kernelfarer.ctype import DOUBLE, FLOAT, Scalar, Scope
 from kernelfarer.diagnostics import SourceLocation
 from kernelfarer.epilogue import epilogue_form, fusion_form
 from kernelfarer.evaluate import ZERO, Evaluator, Lin, lin_add
@@ -32,6 +32,7 @@ from kernelfarer.model import AccessModel, StatementModel, build_model
 from kernelfarer.nest import LoopNest, NotGemm, parse_nest
 from kernelfarer.spec import SIZE_NAMES, CInit, GemmSpec, Guard, Operand
 from kernelfarer.targets import DType
+from kernelfarer.tileprog import ArrayOperand, resolve_reads, tile_program
 
 _GEN = c_generator.CGenerator()
 
@@ -147,7 +148,8 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     guards += bound_guards(nest)
     guards += [Guard(expr, why) for expr, why in canon.guards]
 
-    def operand(acc: Access, rows: str, cols: str, writable: bool) -> tuple[Operand, Poly, Poly]:
+    def operand(acc: Access, rows: str, cols: str, writable: bool,
+                element: str = "") -> tuple[Operand, Poly, Poly]:
         coeffs, rest = acc.index.split(iterators)
         rs = coeffs.get(rows, Poly.const(0))
         cs = coeffs.get(cols, Poly.const(0))
@@ -155,7 +157,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         for v in iterators:
             if v in coeffs:
                 origin = origin + coeffs[v] * starts[v]
-        cast = f"({'' if writable else 'const '}{dtype.ctype if writable else dtype.in_ctype} *)"
+        cast = f"({'' if writable else 'const '}{element or (dtype.ctype if writable else dtype.in_ctype)} *)"
         base = f"({cast}({acc.array}))" if origin.is_zero() else \
             f"({cast}({acc.array}) + {origin.to_c()})"
         if acc.row_table is not None:
@@ -240,6 +242,26 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
                                  functions)
         except NotGemm as exc:
             fusion_refusal = str(exc)
+    tile_steps, tile_refusal = (), ""
+    if fusion is not None:
+        def tile_read(node: c_ast.ArrayRef) -> ArrayOperand:
+            acc = flatten_access(node, scope, IndexConverter(scope, iterators), ev.aliases)
+            if acc.row_table is not None:
+                raise NotGemm(f"'{acc.array}' is a table of row pointers")
+            view, rs, cs = operand(acc, m_var, n_var, False, element=dtype.ctype)
+            if cs.const_value() not in (None, 0, 1):
+                raise NotGemm(f"'{acc.array}' is read across C's columns {cs.to_c()} apart")
+            return ArrayOperand(base=view.base, rs=rs.to_c(),
+                                cs=cs.to_c() if cs.const_value() is None else cs.const_value())
+        try:
+            if dtype.kind != "float":
+                raise NotGemm(f"C holds {dtype.ctype}")
+            steps = tile_program(nest, slot=epi.slot, c_store=epi.c_store, scope=scope,
+                                 T=FLOAT if dtype.ctype == "float" else DOUBLE,
+                                 iterators=set(iterators), functions=functions)
+            tile_steps = resolve_reads(steps, tile_read)
+        except NotGemm as exc:
+            tile_refusal = str(exc)
 
     around = around_form(nest, functions=functions or PURE_FUNCTIONS)
     if around is not None:  # ... and those the code around the GEMM reads, which runs apart
@@ -271,7 +293,8 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         ("1" if init is CInit.ACCUMULATE else "0"),
         init=init, guards=tuple(guards), location=location, loop_order=order, shape=shape,
         finals=tuple(finals.values()), epilogue=epi, setup=tuple(setup), around=around,
-        fusion=fusion, fusion_refusal=fusion_refusal,
+        fusion=fusion, fusion_refusal=fusion_refusal, tile_steps=tile_steps,
+        tile_refusal=tile_refusal,
         load_c=canon.load_c_when or "", canonical=tuple(canon.steps), side=side,
         description=_describe(c_access, a_acc, b_acc, init, _scalar_c(alpha, dtype)) + (
             " then an element-wise epilogue" if epi is not None else "") + (

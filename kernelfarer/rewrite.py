@@ -189,7 +189,8 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
         insert_at = func_start if insert_at is None else min(insert_at, func_start)
         details = tuple({**dict(_details(spec, plan)), **dict(call.details)}.items())
         if spec.epilogue is not None:
-            details += (("epilogue", f"fused: {hook} runs on each panel of C once it is final, "
+            details += (("epilogue", _tile_note(spec, plan) +
+                                     f"fused: {hook} runs on each panel of C once it is final, "
                                      f"while it is in cache ({_tile_rule(plan)}; else once over C "
                                      "after the GEMM)") if hook in hooks else
                         ("epilogue", "a pass over C after the GEMM" + (
@@ -280,6 +281,17 @@ def _conditional_inside(source, first: int, span) -> object | None:
         if tok.kind == "directive" and _CONDITIONAL.match(tok.text):
             return tok
     return None
+
+
+def _tile_note(spec, plan) -> str:
+    """What a remark says about the epilogue as a tile program (tileprog.py)."""
+    kernels = [p for p in getattr(plan, "plans", (plan,)) if getattr(p, "tile_prog", False)]
+    if spec.tile_steps and kernels:
+        return (f"in the register tile: {len(spec.tile_steps)} step(s) run in the kernel before "
+                "each tile's last store; elsewhere ")
+    if spec.tile_steps:
+        return "not in the register tile (this target's kernel has no tile program); "
+    return f"not in the register tile ({spec.tile_refusal}); " if spec.tile_refusal else ""
 
 
 def _tile_rule(plan) -> str:

@@ -77,6 +77,9 @@ class GemmSpec:
     epilogue: "Epilogue | None" = None  # element-wise code applied to the GEMM's result
     fusion: "Fusion | None" = None  # ... as a hook the driver applies panel by panel
     fusion_refusal: str = ""        # why the epilogue is not fused (runs as a separate pass)
+    tile_steps: tuple = ()          # ... as a program the kernels run on the register tile
+                                    # (tileprog.Step, reads resolved; () when it is not one)
+    tile_refusal: str = ""          # why the fused epilogue is not a tile program
     setup: tuple[str, ...] = ()     # C declarations the guards and the call need (row strides)
     around: "Around | None" = None  # independent code of the outer loop, run after the GEMM
     side: tuple[tuple[str, str], ...] = ()  # (loop headers, statement): independent statements

@@ -122,6 +122,15 @@ class ThinShape:
                                     # reduce: the lanes are stored and added one by one
 
 
+# Micro-kernel templates that also render <kernel>_prog for float results: the kernel whose last
+# store runs a fused epilogue's program on the register tile (kernelfarer/tileprog.py, the kernels'
+# README).  Other kernels leave the epilogue to the driver's panels (the hook).
+TILE_PROGRAM_TEMPLATES = frozenset({
+    "kernels/generic.c.j2", "kernels/x86_avx512.c.j2", "kernels/x86_avx2.c.j2",
+    "kernels/neon.c.j2", "kernels/power10_mma.c.j2", "kernels/power9_vsx.c.j2",
+})
+
+
 @dataclass(frozen=True)
 class KernelShape:
     """One micro-kernel of a target for one element type."""
@@ -246,6 +255,8 @@ def _avx2_thin(lanes: int) -> ThinShape:
 
 _AVX512_F32_ISA = dict(vec="__m512", load="_mm512_loadu_ps", store="_mm512_storeu_ps",
                        fmadd="_mm512_fmadd_ps", mul="_mm512_mul_ps", add="_mm512_add_ps",
+                       sub="_mm512_sub_ps",
+                       select="_mm512_mask_blend_ps(_mm512_cmp_ps_mask({v}, {x}, {pred}), {no}, {yes})",
                        set1="_mm512_set1_ps", setzero="_mm512_setzero_ps",
                        maskload="_mm512_maskz_loadu_ps", maskstore="_mm512_mask_storeu_ps",
                        mask="__mmask16", reduce="_mm512_reduce_add_ps", maskload_mask_first="1")
@@ -264,6 +275,8 @@ _AVX512 = {
         mr=12, nr=16, lanes=8, template="kernels/x86_avx512.c.j2",
         isa=dict(vec="__m512d", load="_mm512_loadu_pd", store="_mm512_storeu_pd",
                  fmadd="_mm512_fmadd_pd", mul="_mm512_mul_pd", add="_mm512_add_pd",
+                 sub="_mm512_sub_pd",
+                 select="_mm512_mask_blend_pd(_mm512_cmp_pd_mask({v}, {x}, {pred}), {no}, {yes})",
                  set1="_mm512_set1_pd", setzero="_mm512_setzero_pd",
                  maskload="_mm512_maskz_loadu_pd", maskstore="_mm512_mask_storeu_pd",
                  mask="__mmask8", reduce="_mm512_reduce_add_pd", maskload_mask_first="1"),
@@ -332,6 +345,8 @@ _AMX = {
 
 _AVX2_F32_ISA = dict(vec="__m256", load="_mm256_loadu_ps", store="_mm256_storeu_ps",
                      fmadd="_mm256_fmadd_ps", mul="_mm256_mul_ps", add="_mm256_add_ps",
+                     sub="_mm256_sub_ps",
+                     select="_mm256_blendv_ps({no}, {yes}, _mm256_cmp_ps({v}, {x}, {pred}))",
                      set1="_mm256_set1_ps", setzero="_mm256_setzero_ps",
                      broadcast="_mm256_broadcast_ss",
                      maskload="_mm256_maskload_ps", maskstore="_mm256_maskstore_ps",
@@ -359,6 +374,8 @@ _AVX2 = {
         mr=6, nr=8, lanes=4, template="kernels/x86_avx2.c.j2",
         isa=dict(vec="__m256d", load="_mm256_loadu_pd", store="_mm256_storeu_pd",
                  fmadd="_mm256_fmadd_pd", mul="_mm256_mul_pd", add="_mm256_add_pd",
+                 sub="_mm256_sub_pd",
+                 select="_mm256_blendv_pd({no}, {yes}, _mm256_cmp_pd({v}, {x}, {pred}))",
                  set1="_mm256_set1_pd", setzero="_mm256_setzero_pd",
                  broadcast="_mm256_broadcast_sd",
                  maskload="_mm256_maskload_pd", maskstore="_mm256_maskstore_pd", mask="__m256i",
@@ -368,11 +385,23 @@ _AVX2 = {
     ),
 }
 
+def _tile_prog_isa(family: str, suffix: str) -> dict[str, str]:
+    """What a kernel's tile program (kernels/tile_prog.c.j2) spells with, on NEON ("neon", f32 or
+    f64) or VSX ("vsx", POWER9 and POWER10): lane-wise add and subtract (multiply: isa.mul), a
+    splat, a load, and a select on an ordered comparison (>, >=, <, <=: false on NaN, like C's)."""
+    if family == "neon":
+        return dict(add=f"vaddq_{suffix}", sub=f"vsubq_{suffix}", prog_set1=f"vdupq_n_{suffix}",
+                    prog_load=f"vld1q_{suffix}({{p}})", preds="gt ge lt le",
+                    select=f"vbslq_{suffix}(vc{{pred}}q_{suffix}({{v}}, {{x}}), {{yes}}, {{no}})")
+    return dict(add="vec_add", sub="vec_sub", prog_set1="vec_splats", prog_load="vec_xl(0L, {p})",
+                preds="gt ge lt le", select="vec_sel({no}, {yes}, vec_cmp{pred}({v}, {x}))")
+
+
 # Arm NEON (AArch64, 32 x 128-bit registers): by-lane FMA, A loaded whole per k step.  f32 8x12 is
 # BLIS's Cortex-A57 block: 24 accumulators + 2 A + 3 B = 29 registers; f64 6x8: 24 + 3 + 4 = 31.
 _NEON_F32_ISA = dict(vec="float32x4_t", load="vld1q_f32", store="vst1q_f32",
                      fma_lane="vfmaq_laneq_f32", fma="vfmaq_f32", mul="vmulq_f32",
-                     dup="vdupq_n_f32")
+                     dup="vdupq_n_f32", **_tile_prog_isa("neon", "f32"))
 _NEON = {
     DType.F32: KernelShape(mr=8, nr=12, lanes=4, a_width=4, template="kernels/neon.c.j2",
                            isa=_NEON_F32_ISA),
@@ -385,7 +414,7 @@ _NEON = {
         mr=6, nr=8, lanes=2, a_width=2, template="kernels/neon.c.j2",
         isa=dict(vec="float64x2_t", load="vld1q_f64", store="vst1q_f64",
                  fma_lane="vfmaq_laneq_f64", fma="vfmaq_f64", mul="vmulq_f64",
-                 dup="vdupq_n_f64"),
+                 dup="vdupq_n_f64", **_tile_prog_isa("neon", "f64")),
     ),
 }
 
@@ -476,7 +505,7 @@ _MMA = {
         isa=dict(vec="__vector float", a_type="__vector float", a_load="vec_xl", a_elem="float",
                  a_cast="(__vector unsigned char)", ger="__builtin_mma_xvf32gerpp",
                  load="vec_xl", store="vec_xst", madd="vec_madd", mul="vec_mul",
-                 splats="vec_splats"),
+                 splats="vec_splats", **_tile_prog_isa("vsx", "")),
     ),
     DType.F64: KernelShape(
         mr=8, nr=8, lanes=2, a_width=4, outer_product=True,
@@ -484,7 +513,7 @@ _MMA = {
         isa=dict(vec="__vector double", a_type="__vector_pair", a_load="__builtin_vsx_lxvp",
                  a_elem="__vector_pair", a_cast="", ger="__builtin_mma_xvf64gerpp",
                  load="vec_xl", store="vec_xst", madd="vec_madd", mul="vec_mul",
-                 splats="vec_splats"),
+                 splats="vec_splats", **_tile_prog_isa("vsx", "")),
     ),
 }
 
@@ -517,12 +546,12 @@ _VSX = {
     DType.F32: KernelShape(
         mr=8, nr=16, lanes=4, template="kernels/power9_vsx.c.j2",
         isa=dict(vec="__vector float", load="vec_xl", store="vec_xst", madd="vec_madd",
-                 mul="vec_mul", splats="vec_splats"),
+                 mul="vec_mul", splats="vec_splats", **_tile_prog_isa("vsx", "")),
     ),
     DType.F64: KernelShape(
         mr=8, nr=8, lanes=2, template="kernels/power9_vsx.c.j2",
         isa=dict(vec="__vector double", load="vec_xl", store="vec_xst", madd="vec_madd",
-                 mul="vec_mul", splats="vec_splats"),
+                 mul="vec_mul", splats="vec_splats", **_tile_prog_isa("vsx", "")),
     ),
 }
 

@@ -58,6 +58,7 @@ SENTINEL = -77          # C elements outside the m x n corner hold this; they mu
 
 WRAPPERS = """
 /* exported entry points of the test library */
+#include <stdlib.h>
 /* an epilogue: C = 2 C + 1 on the rows and columns given, counting each element's visits */
 static void t_epilogue(const void *const *ctx, kf_index r0, kf_index r1, kf_index c0, kf_index c1)
 {{
@@ -80,7 +81,33 @@ static void t_epilogue(const void *const *ctx, kf_index r0, kf_index r1, kf_inde
     ctx[1] = &ldc;
     ctx[2] = &seen;
     return {driver}(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, load_c, c, ldc,
-                    seen ? t_epilogue : 0, seen ? ctx : 0);
+                    seen ? t_epilogue : 0, seen ? ctx : 0, 0);
+}}
+/* the same epilogue, C = 2 C + 1, as a tile program too (kernelfarer/tileprog.py): times a
+   scalar, a choice that keeps finite values and NaN (v > 1e30 ? 1e30 : v), plus 1 from a column
+   (kind 1) and 0 from a matrix of C's shape (kind 2); the driver runs it where its kernel can,
+   the hook elsewhere */
+{attr} int t_driver_prog(kf_index m, kf_index n, kf_index k, {T} alpha, const {I} *a,
+        kf_index rsa, kf_index csa, const {I} *b, kf_index rsb, kf_index csb, {T} beta,
+        int load_c, {T} *c, kf_index ldc, int *seen)
+{{
+    const void *ctx[3];
+    kf_tile_prog prog;
+    static const {T} one[1] = {{1}};
+    {T} *zeros = ({T} *)calloc((size_t)(m * ldc + 1), sizeof({T}));
+    int ok;
+    ctx[0] = &c;
+    ctx[1] = &ldc;
+    ctx[2] = &seen;
+    prog.n = 4;
+    prog.step[0].op = 3; prog.step[0].kind = 0; prog.step[0].p = 0; prog.step[0].rs = 0; prog.step[0].s = 2;
+    prog.step[1].op = 5; prog.step[1].kind = 0; prog.step[1].p = 0; prog.step[1].rs = 0; prog.step[1].s = 1e30;
+    prog.step[2].op = 0; prog.step[2].kind = 1; prog.step[2].p = one; prog.step[2].rs = 0; prog.step[2].s = 0;
+    prog.step[3].op = 0; prog.step[3].kind = 2; prog.step[3].p = zeros; prog.step[3].rs = ldc; prog.step[3].s = 0;
+    ok = {driver}(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, load_c, c, ldc, t_epilogue, ctx,
+                  &prog);
+    free(zeros);
+    return ok;
 }}
 {attr} void t_pack_a(kf_index m, kf_index k, const {I} *a, kf_index rsa, kf_index csa, {I} *ap)
 {{
@@ -109,6 +136,10 @@ DIRECT_WRAPPER = """
 CDEF = """
 int t_driver(long m, long n, long k, {T} alpha, const {I} *a, long rsa, long csa, const {I} *b,
              long rsb, long csb, {T} beta, int load_c, {T} *c, long ldc, int *seen);
+int t_driver_prog(long m, long n, long k, {T} alpha, const {I} *a, long rsa, long csa,
+                  const {I} *b, long rsb, long csb, {T} beta, int load_c, {T} *c, long ldc,
+                  int *seen);
+extern long kernelfarer_tile_programs;
 void t_pack_a(long m, long k, const {I} *a, long rsa, long csa, {I} *ap);
 void t_pack_b(long k, long n, const {I} *b, long rsb, long csb, {I} *bp);
 void t_kernel(long k, const {I} *a, const {I} *b, {T} *c, long ldc, long m, long n, {T} alpha,
@@ -238,7 +269,8 @@ class Library:
              load_c=1, nan_c=False, bpad=None, declined=False, epilogue=False, span=(-3, 4)):
         """One driver call on fresh operands; asserts the exact result (`declined`: that the
         driver declined, returning 0 with C untouched; `epilogue`: with an epilogue hook, C = 2 C
-        + 1, which must have visited each element of C once, after its last update).  `span`
+        + 1, which must have visited each element of C once, after its last update; "prog": the
+        same as a tile program too, the hook visiting the elements the program did not).  `span`
         "full": each int8 operand over its type's whole range."""
         dt, T, I = self.dtype, CDEF_T[self.dtype], CDEF_I[self.dtype]
         span_a, span_b = (INT8_SPAN[dt.a_ctype], INT8_SPAN[dt.b_ctype]) if span == "full" \
@@ -258,7 +290,8 @@ class Library:
             corner[:] = unread_value(dt)
         before = C.array.copy()
         seen = np.zeros(m * ldc, dtype=np.int32)
-        ok = self.lib.t_driver(m, n, k, alpha, A.pointer(self.ffi, I), A.rs, A.cs,
+        entry = self.lib.t_driver_prog if epilogue == "prog" else self.lib.t_driver
+        ok = entry(m, n, k, alpha, A.pointer(self.ffi, I), A.rs, A.cs,
                                B.pointer(self.ffi, I), B.rs, B.cs, beta, load_c,
                                self.ffi.cast(f"{T} *", C.address), ldc,
                                self.ffi.cast("int *", seen.ctypes.data) if epilogue
@@ -271,8 +304,9 @@ class Library:
             return
         if epilogue:
             visits = seen.reshape(m, ldc)
-            assert (visits[:, :n] == 1).all() and not visits[:, n:].any(), \
-                what + f": epilogue visits\n{visits}"
+            once = visits[:, :n] <= 1 if epilogue == "prog" and self.plan.tile_prog \
+                else visits[:, :n] == 1
+            assert once.all() and not visits[:, n:].any(), what + f": epilogue visits\n{visits}"
             C.array.reshape(m, ldc)[:, :n] = (C.array.reshape(m, ldc)[:, :n] - 1) / 2
         assert ok == 1, what
         got = C.array.reshape(m, ldc)
@@ -318,14 +352,32 @@ static inline kf_emu_vec kf_emu_mul(kf_emu_vec a, kf_emu_vec b)
 static inline kf_emu_vec kf_emu_set1({T} x)
 {{ kf_emu_vec r; int i; for (i = 0; i < {L}; ++i) r.v[i] = x; return r; }}
 static inline kf_emu_vec kf_emu_setzero(void) {{ return kf_emu_set1(0); }}
+static inline kf_emu_vec kf_emu_add(kf_emu_vec a, kf_emu_vec b)
+{{ int i; for (i = 0; i < {L}; ++i) a.v[i] += b.v[i]; return a; }}
+static inline kf_emu_vec kf_emu_sub(kf_emu_vec a, kf_emu_vec b)
+{{ int i; for (i = 0; i < {L}; ++i) a.v[i] -= b.v[i]; return a; }}
+/* lanes where `a pred b` holds take yes, the others no (the ordered quiet predicates) */
+static inline kf_emu_vec kf_emu_select(kf_emu_vec a, kf_emu_vec b, int pred, kf_emu_vec no,
+                                       kf_emu_vec yes)
+{{
+    int i;
+    for (i = 0; i < {L}; ++i) {{
+        /* immintrin.h's _CMP_GT_OQ, _CMP_GE_OQ, _CMP_LT_OQ and (the rest) _CMP_LE_OQ */
+        int holds = pred == 0x1e ? a.v[i] > b.v[i] : pred == 0x1d ? a.v[i] >= b.v[i]
+                    : pred == 0x11 ? a.v[i] < b.v[i] : a.v[i] <= b.v[i];
+        no.v[i] = holds ? yes.v[i] : no.v[i];
+    }}
+    return no;
+}}
 """
 
 
 def emulated(plan: KernelPlan) -> KernelPlan:
     isa = {**plan.isa, **{name: f"kf_emu_{name}" for name in (
         "load", "store", "maskload", "maskstore", "fmadd", "mul", "set1", "setzero",
-        "reduce")},
-        "vec": "kf_emu_vec", "mask": "kf_emu_mask"}
+        "reduce", "add", "sub")},
+        "vec": "kf_emu_vec", "mask": "kf_emu_mask",
+        "select": "kf_emu_select({v}, {x}, {pred}, {no}, {yes})"}
     return replace(plan, isa=isa, attribute="")
 
 
@@ -744,7 +796,7 @@ def test_support_code_is_warning_free(tmp_path, target, compiler, std, isa) -> N
     for i, p in enumerate(plans):
         text += (f"int use{i}(const {p.dtype.in_ctype} *a, const {p.dtype.in_ctype} *b, "
                  f"{p.dtype.ctype} *c, long n) {{ return {p.driver_name}(n, n, n, 1, a, n, 1, "
-                 f"b, n, 1, 1, 1, c, n, 0, 0); }}\n")
+                 f"b, n, 1, 1, 1, c, n, 0, 0, 0); }}\n")
     src = tmp_path / "support.c"
     src.write_text(text)
     flags = WHOLE_FILE_ISA[target] if isa else []
@@ -929,6 +981,11 @@ def test_epilogue_panel_by_panel_and_after(builds, target, dtype) -> None:
             for cpad in (1, way_elems - n):        # panel by panel; rows 4 KiB apart
                 lib.gemm(rng, m, n, k, cpad=cpad, alpha=2, beta=3, load_c=1, epilogue=True)
                 lib.gemm(rng, m, n, k, ta=True, cpad=cpad, load_c=0, epilogue=True)
+                before = lib.lib.kernelfarer_tile_programs
+                lib.gemm(rng, m, n, k, cpad=cpad, alpha=2, beta=3, load_c=1, epilogue="prog")
+                lib.gemm(rng, m, n, k, ta=True, cpad=cpad, load_c=0, epilogue="prog")
+                if variant in ("tiny-packed", "tiny-chunks") and lib.plan.tile_prog:
+                    assert lib.lib.kernelfarer_tile_programs == before + 2, (variant, m, n, k)
 
 
 # -- bf16 and fp16 on the float kernel (widened at packing) ------------------------------------------
