@@ -38,7 +38,18 @@ void gemm_nt(int m, int n, int k, const double *a, const double *b, double *c)
             double s = 0;
             for (int p = 0; p < k; p++)
                 s += a[i * k + p] * b[j * k + p];
-            c[i * n + j] = s > 0 ? s : -2 * s;   /* an epilogue: fused */
+            c[i * n + j] = s > 0 ? s : -2 * s;   /* an epilogue: fused (the panel hook) */
+        }
+}
+
+void dense_nt(int m, int n, int k, const float *a, const float *b, const float *bias, float *c)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            float s = bias[j];
+            for (int p = 0; p < k; p++)
+                s += a[i * k + p] * b[j * k + p];
+            c[i * n + j] = s > 0 ? s : 0;      /* an epilogue: in the register tile */
         }
 }
 """
@@ -52,6 +63,7 @@ HARNESS = r"""
 #include <stdlib.h>
 void gemm_nn(int m, int n, int k, const float *a, const float *b, float *c);
 void gemm_nt(int m, int n, int k, const double *a, const double *b, double *c);
+void dense_nt(int m, int n, int k, const float *a, const float *b, const float *bias, float *c);
 extern long kernelfarer_threaded_calls __attribute__((weak));
 static long nested_threaded;        /* threaded runs from inside the user's parallel region */
 
@@ -101,6 +113,20 @@ static int check(int m, int n, int k, int nested)
     }
     gemm_nt(m, n, k, ad, bd, cd);
     for (i = 0; i < m * n; i++) bad += cd[i] != rd[i];
+    {
+        float *bt = malloc(sizeof(float) * (k * n + 1)), *bias = malloc(sizeof(float) * (n + 1));
+        for (i = 0; i < k * n; i++) bt[i] = (float)bd[i];                  /* n x k */
+        for (j = 0; j < n; j++) bias[j] = (float)(j % 7 - 3);
+        dense_nt(m, n, k, a, bt, bias, c);
+        for (i = 0; i < m; i++)
+            for (j = 0; j < n; j++) {
+                float s = bias[j];
+                for (p = 0; p < k; p++)
+                    s += a[i * k + p] * bt[j * k + p];
+                bad += c[i * n + j] != (s > 0 ? s : 0);
+            }
+        free(bt); free(bias);
+    }
     free(a); free(b); free(c); free(r); free(ad); free(bd); free(cd); free(rd);
     return bad;
 }
@@ -171,8 +197,8 @@ def _run(exe: Path, threads: int) -> tuple[int, int, int]:
 def test_the_pragma_asks_for_threads_and_only_its_nest_gets_them(tmp_path) -> None:
     out, remarks = _rewrite(tmp_path)
     text = out.read_text()
-    nn, nt = [line for line in remarks.splitlines() if "replaced" in line]
-    assert "_mt [" in nn and "_mt" not in nt
+    nn, nt, dense = [line for line in remarks.splitlines() if "replaced" in line]
+    assert "_mt [" in nn and "_mt" not in nt and "_mt" not in dense
     assert "#pragma omp parallel num_threads(threads)" in text
     assert text.count("#pragma omp for schedule(static)") == 1     # A block
     assert text.count("#pragma omp for schedule(static, kf_epi_chunk)") == 2   # B panel, columns
@@ -187,7 +213,7 @@ def test_the_pragma_asks_for_threads_and_only_its_nest_gets_them(tmp_path) -> No
 @pytest.mark.parametrize("blocks", ["default", "tiny"])
 def test_threads_equal_the_original_loops(tmp_path, blocks) -> None:
     out, remarks = _rewrite(tmp_path, "--threads", "auto", *(TINY if blocks == "tiny" else ()))
-    assert remarks.count("_mt [") == 2, remarks
+    assert remarks.count("_mt [") == 3, remarks
     builds = [(CLANG, True), (CLANG, False)] + ([(GCC, True)] if GCC else [])
     for compiler, openmp in builds:
         exe = _build(tmp_path, out, compiler, openmp)
@@ -207,8 +233,9 @@ def test_explain_prints_the_schedule_tree_with_the_shared_loops(tmp_path) -> Non
     assert done.returncode == 0, done.stderr
     trees = done.stdout.split("\nschedule of ")[1:]
     assert [t.split()[0] for t in trees] == ["kf_sgemm_x86_avx2_6x16_mt_driver",
-                                              "kf_dgemm_x86_avx2_6x8_driver"]
-    threaded, single = trees
+                                              "kf_dgemm_x86_avx2_6x8_driver",
+                                              "kf_sgemm_x86_avx2_6x16_driver"]
+    threaded, single, _ = trees
     assert threaded.count("mark: kf_parallel_for\n") == 1 and "mark:" not in single   # PackA
     assert threaded.count("mark: kf_parallel_for_chunked\n") == 2      # PackB and the jr loop
     for tree in trees:
