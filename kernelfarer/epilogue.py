@@ -202,6 +202,34 @@ def _mentions(node: c_ast.Node, text: str) -> bool:
     return any(_mentions(child, text) for _, child in node.children())
 
 
+_COMPOUND = {"+=": "+", "-=": "-", "*=": "*", "/=": "/"}
+
+
+def plain_statements(statements) -> tuple[c_ast.Node, ...]:
+    """The statements after the k loop with `x op= e` spelled `x = x op e` and `if (c) x = e;
+    [else x = f;]` spelled `x = c ? e : x` (`c ? e : f`): the same values for the scalars and the
+    element of C an epilogue may set (they are evaluated once either way, and side effects are
+    refused later).  Anything else is left as it is."""
+    def one(stmt: c_ast.Node) -> c_ast.Node:
+        if isinstance(stmt, c_ast.Compound) and len(stmt.block_items or []) == 1:
+            return one(stmt.block_items[0])
+        if isinstance(stmt, c_ast.Assignment) and stmt.op in _COMPOUND:
+            return c_ast.Assignment("=", stmt.lvalue,
+                                    c_ast.BinaryOp(_COMPOUND[stmt.op], stmt.lvalue, stmt.rvalue),
+                                    stmt.coord)
+        if isinstance(stmt, c_ast.If):
+            yes = one(stmt.iftrue)
+            no = one(stmt.iffalse) if stmt.iffalse is not None else None
+            if isinstance(yes, c_ast.Assignment) and yes.op == "=" and (
+                    no is None or isinstance(no, c_ast.Assignment) and no.op == "="
+                    and _GEN.visit(no.lvalue) == _GEN.visit(yes.lvalue)):
+                return c_ast.Assignment("=", yes.lvalue, c_ast.TernaryOp(
+                    stmt.cond, yes.rvalue, no.rvalue if no is not None else yes.lvalue),
+                    stmt.coord)
+        return stmt
+    return tuple(one(stmt) for stmt in statements)
+
+
 def epilogue_form(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef,
                   functions: frozenset[str]) -> tuple[Epilogue, bool]:
     """The epilogue of an accumulator-shaped nest whose k loop sums into `slot` (a scalar name or

@@ -12,6 +12,8 @@ turned into run-time guards in front of which the original nest is kept.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
@@ -21,7 +23,7 @@ from kernelfarer.canon_base import names_in, walk
 from kernelfarer.canonical import Canonical
 from kernelfarer.ctype import DOUBLE, FLOAT, Scalar, Scope
 from kernelfarer.diagnostics import SourceLocation
-from kernelfarer.epilogue import epilogue_form, fusion_form
+from kernelfarer.epilogue import epilogue_form, fusion_form, plain_statements
 from kernelfarer.evaluate import ZERO, Evaluator, Lin, lin_add
 from kernelfarer.epilogue import PURE_FUNCTIONS
 from kernelfarer.fission import around_form, around_guards, side_statement
@@ -100,6 +102,8 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     except NotGemm as linear_failure:
         if nest.perfect or functions is None:
             raise
+        # the epilogue's `acc += b[j]` and `if (acc < 0) acc = 0;` as plain assignments
+        nest = replace(nest, post=plain_statements(nest.post))
         ev, alpha, epi, init = _epilogue_attempt(nest, scope, conv, dtype, c_access, functions,
                                                  linear_failure)
         beta = Poly.const(1)

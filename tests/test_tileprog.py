@@ -135,6 +135,39 @@ void own_functions(int M, int N, int K, const float *A, const float *B, const fl
         }
 }
 
+/* compound assignments and an if after the k loop */
+void compound_if(int M, int N, int K, const float *A, const float *B, const float *bias, float g,
+                 float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float acc = 0;
+            for (int k = 0; k < K; k++)
+                acc += A[i * K + k] * B[k * N + j];
+            acc += bias[j];
+            acc *= g;
+            if (acc < 0)
+                acc = 0;
+            C[i * N + j] = acc;
+        }
+}
+
+/* an if with an else that is not a choice of the result and a bound: the hook */
+void if_else(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float acc = 0;
+            for (int k = 0; k < K; k++)
+                acc += A[i * K + k] * B[k * N + j];
+            if (acc > 6) {
+                acc = 6;
+            } else
+                acc -= 1;
+            C[i * N + j] = acc;
+        }
+}
+
 /* -0.0 for sums of zero (g = -1): > and >= (< and <=) choose different zeros there */
 void zero_gt(int M, int N, int K, const float *A, const float *B, float g, float *C)
 {
@@ -205,6 +238,8 @@ void strided_bias(int, int, int, const float *, const float *, const float *, in
 void leaky(int, int, int, const float *, const float *, float *);
 void zero_gt(int, int, int, const float *, const float *, float, float *);
 void own_functions(int, int, int, const float *, const float *, const float *, float *);
+void compound_if(int, int, int, const float *, const float *, const float *, float, float *);
+void if_else(int, int, int, const float *, const float *, float *);
 void zero_le(int, int, int, const float *, const float *, float, float *);
 void unrounded(int, int, int, const float *, const float *, float *);
 void divided(int, int, int, const float *, const float *, const float *, float *);
@@ -217,7 +252,8 @@ PROGRAMS = {
     "relu_bias": ("float", 2), "relu6_maybe_bias": ("float", 3), "scale_rowbias": ("double", 4),
     "residual": ("float", 3), "wide_constants": ("float", 2), "accumulate_clamp": ("float", 2),
     "strided_bias": ("float", 1), "zero_gt": ("float", 2), "zero_le": ("float", 2),
-    "own_functions": ("float", 3), "leaky": ("float", "chooses other values"),
+    "own_functions": ("float", 3), "compound_if": ("float", 3),
+    "if_else": ("float", "chooses other values"), "leaky": ("float", "chooses other values"),
     "unrounded": ("float", "without rounding"), "divided": ("float", "not a step"),
 }
 
@@ -293,6 +329,8 @@ def _run(ffi, lib, name, m, n, k, dtype, rng_seed, extra):
         fn(m, n, k, p(a), p(b), p(vec_m), -0.5, p(c))
     elif name == "residual":
         fn(m, n, k, p(a), p(b), p(r), ldr, p(vec_n), p(c))
+    elif name == "compound_if":
+        fn(m, n, k, p(a), p(b), p(vec_n), -1.5, p(c))
     elif name == "accumulate_clamp":
         fn(m, n, k, p(a), p(b), p(vec_n), 1.5, p(c))
     elif name == "strided_bias":
@@ -428,6 +466,8 @@ int main(void)
         CHECK(float, strided_bias, 1, a, b, v, 1);
         CHECK(float, strided_bias, 0, a, b, v, 2);
         CHECK(float, own_functions, 1, a, b, v);
+        CHECK(float, compound_if, 1, a, b, v, -1.5f);
+        CHECK(float, if_else, 0, a, b);
         CHECK(float, zero_gt, 1, a, b, -1.0f);
         CHECK(float, zero_le, 1, a, b, -1.0f);
         CHECK(float, leaky, 0, a, b);
