@@ -258,7 +258,15 @@ class _Analysis:
                      yes.exact and no.exact)
 
     def _same(self, value, leaf: _Leaf) -> bool:
-        return isinstance(value, _Leaf) and _GEN.visit(value.node) == _GEN.visit(leaf.node)
+        """Is `value` the operand `leaf`: the same C text, or constants of the same value once
+        both are converted to the choice's type (`acc > 0 ? acc : 0.0f`)?"""
+        if not isinstance(value, _Leaf):
+            return False
+        if _GEN.visit(value.node) == _GEN.visit(leaf.node):
+            return True
+        a, b = _constant_value(value.node), _constant_value(leaf.node)
+        return a is not None and a == b and math.copysign(1, a) == math.copysign(1, b) \
+            and value.exact and leaf.exact
 
     def _call(self, node: c_ast.FuncCall):
         name = _GEN.visit(node.name)
@@ -360,6 +368,22 @@ class _Analysis:
         if isinstance(value, _Leaf):
             raise NotGemm(f"'{text}' is set to a value that is not computed from the result")
         self.env[text] = self.convert(value, t, f"'{text}'")
+
+
+def _constant_value(node: c_ast.Node) -> float | None:
+    """The value of a constant (or a negated one), or None."""
+    sign = 1.0
+    if isinstance(node, c_ast.UnaryOp) and node.op in ("-", "+"):
+        sign, node = (-1.0 if node.op == "-" else 1.0), node.expr
+    if not isinstance(node, c_ast.Constant) or node.type in ("char", "string"):
+        return None
+    text = node.value.lower().rstrip("ful")
+    try:
+        value = float.fromhex(text) if "0x" in text and "p" in text else \
+            float(int(text, 0)) if node.type.endswith("int") else float(text)
+    except ValueError:
+        return None
+    return sign * value
 
 
 def _fits_float(value: float) -> bool:

@@ -176,7 +176,7 @@ void zero_gt(int M, int N, int K, const float *A, const float *B, float g, float
             float acc = 0;
             for (int k = 0; k < K; k++)
                 acc += A[i * K + k] * B[k * N + j];
-            C[i * N + j] = acc * g > 0 ? acc * g : 0;
+            C[i * N + j] = acc * g > 0 ? acc * g : 0.0f;     /* 0 and 0.0f: the same operand */
         }
 }
 
