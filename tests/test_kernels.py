@@ -1128,24 +1128,29 @@ static __inline__ __attribute__((target("avx2"))) __m256i kf_emu_dpbusd(__m256i 
 """
 
 
+@pytest.mark.parametrize("mode", ["emulated", "native"])
 @pytest.mark.parametrize("variant", ["default", "tiny"])
 @pytest.mark.parametrize("dtype", INT8, ids=lambda d: d.letter)
-def test_avxvnni_kernel_emulated(tmp_path, variant, dtype) -> None:
+def test_avxvnni_kernel(tmp_path, variant, dtype, mode) -> None:
     """The AVX-VNNI kernel (x86-avxvnni: 256-bit vpdpbusd, A + 128 and B's column sums; uint8
-    operands as the instruction takes them) built from its template with vpdpbusd replaced by a
-    plain-C stand-in, run on this AVX2 CPU: bit-exact over the full int8 and uint8 ranges on every
-    tile and block edge.  (No CPU here has AVX-VNNI: the real instruction's semantics are the
-    stand-in's.)"""
+    operands as the instruction takes them): bit-exact over the full int8 and uint8 ranges on every
+    tile and block edge, natively where the CPU has AVX-VNNI (Zen 5, Alder Lake and later) and, on
+    any AVX2 CPU, built from its template with vpdpbusd replaced by a plain-C stand-in."""
+    if mode == "native" and not host_runs("x86-avxvnni"):
+        pytest.skip("this host has no AVX-VNNI (the emulated run checks the template)")
     if not host_runs("x86-avx2"):
         pytest.skip("this host does not run AVX2")
     overrides = {"mc": 12, "kc": 8, "nc": 32} if variant == "tiny" else None
     plan = make_plan(targets.TARGETS["x86-avxvnni"], dtype, overrides=overrides)
-    plan = replace(plan, isa={**plan.isa, "dot": "kf_emu_dpbusd"},
-                   attribute='__attribute__((target("avx2,fma")))')
     src, lib = tmp_path / "lib.c", tmp_path / "lib.so"
-    text = library_source(plan)
-    header_end = text.index("typedef __PTRDIFF_TYPE__ kf_index;")
-    src.write_text(text[:header_end] + EMULATED_DPBUSD + text[header_end:])
+    if mode == "emulated":
+        plan = replace(plan, isa={**plan.isa, "dot": "kf_emu_dpbusd"},
+                       attribute='__attribute__((target("avx2,fma")))')
+        text = library_source(plan)
+        header_end = text.index("typedef __PTRDIFF_TYPE__ kf_index;")
+        src.write_text(text[:header_end] + EMULATED_DPBUSD + text[header_end:])
+    else:
+        src.write_text(library_source(plan))
     run([CLANG, "-O2", "-shared", "-fPIC", *TRACE_FLAGS, *WARN_FLAGS, str(src), "-o", str(lib)])
     library = Library(plan, lib)
     rng = np.random.default_rng(5)
