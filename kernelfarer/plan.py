@@ -495,12 +495,19 @@ class DispatchPlan:
     def conditions(self) -> tuple[str, ...]:
         """For each plan, the C preprocessor condition under which the program may still take it:
         a file compiled for a better plan's ISA (say -march=native on an AVX-512 machine) only
-        runs on CPUs that have that ISA, so the plans below it are not emitted at all."""
+        runs on CPUs that have that ISA, so the plans below it are not emitted at all.  A plan
+        whose kernel flushes denormals hides none: the next one runs the data it declines."""
         out = []
         for i in range(len(self.plans)):
-            better = [p.target.isa_macro for p in self.plans[:i] if p.target.isa_macro != "0"]
+            better = [p.target.isa_macro for p in self.plans[:i]
+                      if p.target.isa_macro != "0" and not p.shape.flushes]
             out.append(" && ".join(f"!({m})" for m in better) or "1")
         return tuple(out)
+
+    @property
+    def flushes(self) -> bool:
+        """Whether a plan's kernel flushes denormals (the dispatcher then checks the data)."""
+        return any(p.shape.flushes for p in self.plans)
 
     @property
     def blocking_source(self) -> str:

@@ -163,6 +163,9 @@ class KernelShape:
                                    # at most four rows or columns
     a_in_l1: bool = False        # blocked as hosts of Host.arrangement "a-in-l1" run it best
                                  # (plan.analytical_blocking); measured where set
+    flushes: bool = False        # denormal inputs and results are zero (vdpbf16ps, tdpbf16ps):
+                                 # a dispatcher runs it only on data where no product or sum can
+                                 # be denormal (dispatch.c.j2), else the next path
 
     def __post_init__(self) -> None:
         if self.nr % self.lanes:
@@ -318,7 +321,8 @@ _AVX512_VNNI = {
 # per 32-bit lane), laid out like the VNNI kernel (kernels/pack_groups.c.j2) with kr = 2.
 _AVX512_BF16 = {
     DType.BF16F32: KernelShape(mr=12, nr=32, lanes=16, kr=2, own_packing=True,
-                               template="kernels/x86_bf16.c.j2", isa=dict(raw="unsigned short")),
+                               template="kernels/x86_bf16.c.j2", isa=dict(raw="unsigned short"),
+                               flushes=True),
 }
 
 # AVX-VNNI (VEX, 256-bit: Alder Lake and later clients, Zen 5): vpdpbusd on ymm, 6x16, with the
@@ -332,6 +336,7 @@ _AVX_VNNI = _dpbusd_kernels(6, 16, 8, "kernels/x86_avx2_madd.c.j2", "_mm256_dpbu
 def _amx(kr: int, dp: str, raw: str) -> KernelShape:
     return KernelShape(
         mr=32, nr=32, lanes=16, kr=kr, own_packing=True, template="kernels/x86_amx.c.j2",
+        flushes=dp == "_tile_dpbf16ps",
         isa=dict(loadconfig="_tile_loadconfig", zero="_tile_zero", loadd="_tile_loadd", dp=dp,
                  stored="_tile_stored", release="_tile_release", ready="_ready", raw=raw))
 
