@@ -4,6 +4,7 @@ the GEMM split off."""
 
 from __future__ import annotations
 
+import copy
 
 from pycparser import c_ast, c_generator
 
@@ -252,6 +253,11 @@ def _substitute(items: list[c_ast.Node], loop: c_ast.For, canon: Canonical, cont
         earlier = compound(items[:index])
         value_type = _expr_type(value, scope)
         reads, stores = read_arrays(value), stored_arrays(block)
+        if isinstance(var_type, Scalar) and value_type is not None and not var_type.volatile \
+                and _widens(value_type, var_type):
+            # `int aik = a[i][k];` of an int8 element: the variable holds the element's value
+            value = c_ast.Cast(_type_name(stmt if declared else None, var_type), value)
+            value_type = var_type
         if (not isinstance(var_type, Scalar) or value_type is None
                 or ctype.strip_qualifiers(value_type) != ctype.strip_qualifiers(var_type)
                 or name in assigned_names(block) or name in names_in(value)
@@ -273,6 +279,32 @@ def _substitute(items: list[c_ast.Node], loop: c_ast.For, canon: Canonical, cont
         canon.steps.append(f"'{name}' substituted forward")
         changed = True
     return items if changed else None
+
+
+def _widens(source: Scalar, target: Scalar) -> bool:
+    """Whether converting a `source` value to `target` keeps every value: an integer into a wider
+    one that holds its sign (or as wide, of the same signedness), float into double."""
+    if ctype.strip_qualifiers(source) == ctype.strip_qualifiers(target) or \
+            source.kind != target.kind:
+        return False
+    if source.kind == "float":
+        return target.bits > source.bits
+    if target.spelling == "char":      # plain char: signed or not, as the compile has it
+        return False
+    if source.spelling == "char":
+        return target.signed and target.bits > source.bits
+    if source.signed:
+        return target.signed and target.bits >= source.bits
+    return target.bits > source.bits or (not target.signed and target.bits >= source.bits)
+
+
+def _type_name(decl: c_ast.Decl | None, t: Scalar) -> c_ast.Typename:
+    """The type of a cast to `decl`'s type (without its qualifiers), or to `t` as spelled."""
+    if decl is not None and isinstance(decl.type, c_ast.TypeDecl):
+        base = copy.deepcopy(decl.type.type)
+    else:
+        base = c_ast.IdentifierType(t.spelling.split())
+    return c_ast.Typename(None, [], None, c_ast.TypeDecl(None, [], None, base))
 
 
 def _pointer_refs(node: c_ast.Node, name: str) -> tuple[int, int]:

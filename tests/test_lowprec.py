@@ -77,6 +77,23 @@ LOOPS["char_u8"] = LOOPS["char"].replace("const char *b", "const uint8_t *b")
 LOOPS["s8u8_cast"] = LOOPS["s8u8"].replace("a[i * lda + p] * b[p * n + j]",
                                            "(int)b[p * n + j] * (int32_t)a[i * lda + p]")
 
+# an int8 element held in an `int` (or `unsigned`) around the innermost loop: the variable holds
+# the element's value, so the nest is the same GEMM
+LOOPS["int8_hoist"] = """
+#include <stdint.h>
+void gemm(int m, int n, int k, const int8_t *a, int lda, const int8_t *b, int32_t *c, int ldc)
+{
+    for (int i = 0; i < m; i++)
+        for (int p = 0; p < k; p++) {
+            int aip = a[i * lda + p];
+            for (int j = 0; j < n; j++)
+                c[i * ldc + j] += aip * b[p * n + j];
+        }
+}
+"""
+LOOPS["u8s8_hoist"] = LOOPS["int8_hoist"].replace("const int8_t *a", "const uint8_t *a") \
+    .replace("int aip", "unsigned aip")
+
 # int16: up to 4000 in magnitude, so that no sum of k <= 130 products overflows int32 (the loop's
 # overflow is undefined; the kernels wrap)
 INT8_FILL = "(int8_t)(rand() % 256 - 128)"
@@ -84,6 +101,8 @@ UINT8_FILL = "(uint8_t)(rand() % 256)"
 TYPES = {"int8": ("int8_t", "int32_t", INT8_FILL),
          "uint8": ("uint8_t", "int32_t", UINT8_FILL),
          "u8s8": ("uint8_t", "int32_t", UINT8_FILL, "int8_t", INT8_FILL),
+         "int8_hoist": ("int8_t", "int32_t", INT8_FILL),
+         "u8s8_hoist": ("uint8_t", "int32_t", UINT8_FILL, "int8_t", INT8_FILL),
          "s8u8": ("int8_t", "int32_t", INT8_FILL, "uint8_t", UINT8_FILL),
          "s8u8_cast": ("int8_t", "int32_t", INT8_FILL, "uint8_t", UINT8_FILL),
          "char": ("char", "int32_t", "(char)(rand() % 256)"),
@@ -191,7 +210,8 @@ def build_and_run(tmp: Path, kind: str, target: str, blocking: dict, env: dict |
 
 NATIVE = {"int8": "x86-avx512-vnni", "int16": "x86-avx512-vnni", "bf16": "x86-avx512-bf16",
           "uint8": "x86-avx512-vnni", "u8s8": "x86-avx512-vnni", "s8u8": "x86-avx512-vnni",
-          "s8u8_cast": "x86-avx512-vnni"}
+          "s8u8_cast": "x86-avx512-vnni", "int8_hoist": "x86-avx512-vnni",
+          "u8s8_hoist": "x86-avx512-vnni"}
 TINY = {"mc": 24, "kc": 8, "nc": 64}
 
 
