@@ -14,7 +14,7 @@ from kernelfarer.ctype import Scalar, Scope
 from kernelfarer.canon_base import (
     Side, Canonical, Context, clone, items_of, compound, names_in, assigned_names, stored_arrays,
     read_arrays, replace_ids, is_var, side_effect_free, nest_loops, terms_of, sum_of, single,
-    is_zero, is_one)
+    is_zero, is_one, walk)
 
 _GEN = c_generator.CGenerator()
 
@@ -253,6 +253,12 @@ def _substitute(items: list[c_ast.Node], loop: c_ast.For, canon: Canonical, cont
         earlier = compound(items[:index])
         value_type = _expr_type(value, scope)
         reads, stores = read_arrays(value), stored_arrays(block)
+        if isinstance(var_type, Scalar) and var_type.kind == "float" and _arithmetic(value) \
+                and any(isinstance(item, c_ast.For) for item in items[:index]):
+            # after the k loop (an epilogue): `v = acc * s; c = v + b;` substituted would be
+            # one expression, which the compiler may contract into a multiply-add
+            index += 1
+            continue
         if isinstance(var_type, Scalar) and value_type is not None and not var_type.volatile \
                 and _widens(value_type, var_type):
             # `int aik = a[i][k];` of an int8 element: the variable holds the element's value
@@ -279,6 +285,13 @@ def _substitute(items: list[c_ast.Node], loop: c_ast.For, canon: Canonical, cont
         canon.steps.append(f"'{name}' substituted forward")
         changed = True
     return items if changed else None
+
+
+def _arithmetic(node: c_ast.Node) -> bool:
+    """Whether `node` computes (an arithmetic operator or a call), beyond reading a value."""
+    return any(isinstance(n, c_ast.FuncCall) or (isinstance(n, c_ast.BinaryOp) and n.op in
+                                                 ("+", "-", "*", "/"))
+               for n in walk(node))
 
 
 def _widens(source: Scalar, target: Scalar) -> bool:

@@ -262,6 +262,11 @@ def epilogue_form(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef,
     # The epilogue proper.
     written_c = slot == "<C>"
     for stmt in nest.post:
+        if local_definition(stmt):       # `float v = acc + bias[j];`: the element's own scalar
+            check_pure(stmt.init, functions, reads=reads)
+            if _mentions(stmt.init, cell) and not written_c:
+                raise NotGemm("the epilogue reads C's old value")
+            continue
         if not isinstance(stmt, c_ast.Assignment) or stmt.op != "=":
             raise NotGemm(f"statement '{_GEN.visit(stmt)}' after the k loop is not a plain "
                           "assignment")
@@ -295,6 +300,15 @@ def epilogue_form(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef,
     loops = tuple(_header(lp.node) for lp in nest.loops[:2])
     return Epilogue(loops=loops, body=tuple(body), reads=tuple(reads), slot=slot,
                     c_store=c_store), from_c
+
+
+def local_definition(stmt: c_ast.Node) -> bool:
+    """Whether `stmt` declares a plain scalar with a value (`float v = e;`): no storage class,
+    not volatile, not an array or a pointer."""
+    return (isinstance(stmt, c_ast.Decl) and isinstance(stmt.type, c_ast.TypeDecl)
+            and isinstance(stmt.type.type, c_ast.IdentifierType)
+            and stmt.init is not None and not isinstance(stmt.init, c_ast.InitList)
+            and not stmt.storage and not stmt.bitsize and not _is_volatile(stmt.type))
 
 
 def _is_zero(node: c_ast.Node) -> bool:

@@ -33,6 +33,7 @@ from pycparser import c_ast, c_generator
 
 from kernelfarer.canon_base import is_zero, names_in, walk
 from kernelfarer.ctype import Scalar, resolve
+from kernelfarer.epilogue import local_definition
 from kernelfarer.nest import LoopNest, NotGemm
 
 _GEN = c_generator.CGenerator()
@@ -432,6 +433,10 @@ def tile_program(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef, scope, T
             raise NotGemm(f"the accumulator '{slot}' is not {T.spelling}")
     an.env[target] = start
     for stmt in nest.post:
+        if local_definition(stmt):       # `float v = acc + bias[j];`
+            an.scope.declare(stmt)
+            an.assign(c_ast.ID(stmt.name), an.value(stmt.init))
+            continue
         if not isinstance(stmt, c_ast.Assignment) or stmt.op != "=":
             raise NotGemm(f"'{_GEN.visit(stmt)}' is not a plain assignment")
         an.assign(stmt.lvalue, an.value(stmt.rvalue))
@@ -440,6 +445,12 @@ def tile_program(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef, scope, T
         raise NotGemm("the nest does not store its result")
     if not final.steps:
         raise NotGemm("the epilogue does nothing to the result")
+    for first, second in zip(final.steps, final.steps[1:]):
+        if first.op == _ARITH["*"] and second.op in (_ARITH["+"], _ARITH["-"], 2):
+            # `acc * s + b`: the compiler may fuse the two into one multiply-add as it compiles
+            # the original (-ffp-contract), and the hook's copy of the statement alike
+            raise NotGemm("a product then a sum, which the compiler may fuse into one "
+                          "multiply-add (the steps round twice)")
     return final.steps
 
 

@@ -62,7 +62,7 @@ void scale_rowbias(int M, int N, int K, const double *A, const double *B, const 
             double t = 0;
             for (int k = 0; k < K; k++)
                 t += A[i * K + k] * B[k * N + j];
-            t = t * s + rb[i];
+            t = (t + rb[i]) * s;
             t = 0.0 > t ? 0.0 : t;
             C[i * N + j] = t <= 4.0 ? t : 4.0;
         }
@@ -191,7 +191,50 @@ void zero_le(int M, int N, int K, const float *A, const float *B, float g, float
         }
 }
 
-/* not programs: leaky relu (both sides computed from the result), a wide operation left
+/* the epilogue's own variables, declared after the k loop */
+void declared(int M, int N, int K, const float *A, const float *B, const float *bias, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float acc = 0;
+            for (int k = 0; k < K; k++)
+                acc += A[i * K + k] * B[k * N + j];
+            float v = acc + bias[j];
+            if (v < 0)
+                v = 0;
+            C[i * N + j] = v;
+        }
+}
+
+/* not programs: a product then a sum (compiled with FMA, the original may fuse them: clang
+   within a statement, gcc across statements too), in one statement and in two */
+void scale_bias(int M, int N, int K, const float *A, const float *B, const float *bias, float s,
+                float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float acc = 0;
+            for (int k = 0; k < K; k++)
+                acc += A[i * K + k] * B[k * N + j];
+            C[i * N + j] = acc * s + bias[j];
+        }
+}
+
+void scale_then_bias(int M, int N, int K, const float *A, const float *B, const float *bias,
+                     float s, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float acc = 0;
+            for (int k = 0; k < K; k++)
+                acc += A[i * K + k] * B[k * N + j];
+            float v = acc * s;
+            float w = v + bias[j];
+            C[i * N + j] = w > 0 ? w : 0;
+        }
+}
+
+/* leaky relu (both sides computed from the result), a wide operation left
    unrounded, a division */
 void leaky(int M, int N, int K, const float *A, const float *B, float *C)
 {
@@ -243,6 +286,9 @@ void if_else(int, int, int, const float *, const float *, float *);
 void zero_le(int, int, int, const float *, const float *, float, float *);
 void unrounded(int, int, int, const float *, const float *, float *);
 void divided(int, int, int, const float *, const float *, const float *, float *);
+void declared(int, int, int, const float *, const float *, const float *, float *);
+void scale_bias(int, int, int, const float *, const float *, const float *, float, float *);
+void scale_then_bias(int, int, int, const float *, const float *, const float *, float, float *);
 extern long kernelfarer_fast_path_calls;
 extern long kernelfarer_tile_programs;
 """
@@ -255,6 +301,8 @@ PROGRAMS = {
     "own_functions": ("float", 3), "compound_if": ("float", 3),
     "if_else": ("float", "chooses other values"), "leaky": ("float", "chooses other values"),
     "unrounded": ("float", "without rounding"), "divided": ("float", "not a step"),
+    "declared": ("float", 2), "scale_bias": ("float", "multiply-add"),
+    "scale_then_bias": ("float", "multiply-add"),
 }
 
 TARGETS = [name for name in ("generic", "x86-avx2", "x86-avx512")
@@ -287,9 +335,11 @@ def built(request, tmp_path_factory):
     fast = d / "epi_fast.c"
     fast.write_text(result.text)
     libs = []
+    # with FMA where the CPU has it: the original then fuses `acc * s + b` (scale_bias)
+    fma = ["-mavx2", "-mfma"] if host_runs("x86-avx2") else []
     for c_file, flags in ((src, ["-w"]), (fast, ["-Wall", "-Wextra", "-Werror", *TRACE_FLAGS])):
         lib = c_file.with_suffix(".so")
-        subprocess.run(["clang-19", "-O2", "-shared", "-fPIC", *flags, str(c_file), "-lm", "-o",
+        subprocess.run(["clang-19", "-O2", "-shared", "-fPIC", *fma, *flags, str(c_file), "-lm", "-o",
                         str(lib)], check=True)
         libs.append(str(lib))
     ffi = cffi.FFI()
@@ -337,7 +387,9 @@ def _run(ffi, lib, name, m, n, k, dtype, rng_seed, extra):
         fn(m, n, k, p(a), p(b), p(vec_n), 1 if extra else 2, p(c))
     elif name in ("zero_gt", "zero_le"):
         fn(m, n, k, p(a), p(b), -1.0, p(c))
-    elif name in ("divided", "own_functions"):
+    elif name in ("scale_bias", "scale_then_bias"):
+        fn(m, n, k, p(a), p(b), p(vec_n), 0.3, p(c))
+    elif name in ("divided", "own_functions", "declared"):
         fn(m, n, k, p(a), p(b), p(vec_n), p(c))
     else:
         fn(m, n, k, p(a), p(b), p(c))
