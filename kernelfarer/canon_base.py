@@ -40,6 +40,9 @@ class Canonical:
     side: list[Side] = field(default_factory=list)   # statements split off (fission)
     inductions: set[str] = field(default_factory=set)  # variables the nest steps, read as closed
                                                        # forms (a final for those from outside)
+    reordered: list[str] = field(default_factory=list)  # why the canonical loops visit the
+                                                        # elements in another order (a loop
+                                                        # counted up, a nest de-tiled)
 
 
 @dataclass(frozen=True)

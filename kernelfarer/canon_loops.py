@@ -166,6 +166,7 @@ def _normalize_loop(loop: c_ast.For, canon: Canonical, nest_vars: set[str]) -> N
         loop.cond = c_ast.BinaryOp("<=", c_ast.ID(var), start)
         loop.next = c_ast.UnaryOp("p++", c_ast.ID(var))
         canon.steps.append(f"the decrementing loop over '{var}' counted up (same values)")
+        canon.reordered.append(f"the loop over '{var}' counts down")
 
 
 def _min_args(node: c_ast.Node, context: Context) -> tuple[c_ast.Node, c_ast.Node] | None:
@@ -284,6 +285,7 @@ def detile(node: c_ast.For, canon: Canonical, context: Context) -> c_ast.For | N
             new = c_ast.For(loop.init, loop.cond, loop.next, rebuilt, coord=loop.coord)
         rebuilt = new
     canon.steps.append(f"the hand-tiled nest ({len(chain)} loops) de-tiled")
+    canon.reordered.append("the nest is tiled by hand")
     return rebuilt
 
 

@@ -36,6 +36,7 @@ fabs fabsf fmax fmaxf fmin fminf exp expf exp2 exp2f expm1 expm1f log logf log1p
 sqrt sqrtf cbrt cbrtf tanh tanhf sinh sinhf cosh coshf sin sinf cos cosf tan tanf atan atanf erf
 erff erfc erfcf pow powf floor floorf ceil ceilf round roundf trunc truncf copysign copysignf
 fma fmaf hypot hypotf
+__builtin_inf __builtin_inff __builtin_huge_val __builtin_huge_valf __builtin_nan __builtin_nanf
 """.split())
 
 
@@ -45,6 +46,7 @@ fma fmaf hypot hypotf
 NO_ERRNO_FUNCTIONS = frozenset("""
 fabs fabsf fmax fmaxf fmin fminf floor floorf ceil ceilf round roundf trunc truncf copysign
 copysignf tanh tanhf
+__builtin_inf __builtin_inff __builtin_huge_val __builtin_huge_valf __builtin_nan __builtin_nanf
 """.split())
 
 
@@ -230,7 +232,7 @@ def plain_statements(statements) -> tuple[c_ast.Node, ...]:
     return tuple(one(stmt) for stmt in statements)
 
 
-def epilogue_form(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef,
+def epilogue_form(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef, c_type: str,
                   functions: frozenset[str]) -> tuple[Epilogue, bool]:
     """The epilogue of an accumulator-shaped nest whose k loop sums into `slot` (a scalar name or
     "<C>"), and whether the sum starts from C's old value (then the GEMM accumulates into C)."""
@@ -261,7 +263,16 @@ def epilogue_form(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef,
         raise NotGemm(f"'{slot}' is accumulated before it is set")
     # The epilogue proper.
     written_c = slot == "<C>"
+    seen: set[str] = set()          # the names the nest uses before the statement at hand
+    for part in (*(p for lp in nest.loops for p in (lp.node.init, lp.node.cond, lp.node.next)),
+                 *nest.pre, *nest.body):
+        if part is not None:
+            seen |= names_in(part)
     for stmt in nest.post:
+        if local_definition(stmt) and stmt.name in seen:
+            raise NotGemm(f"'{stmt.name}', declared after the k loop, hides a name the nest "
+                          "uses before")
+        seen |= names_in(stmt)
         if local_definition(stmt):       # `float v = acc + bias[j];`: the element's own scalar
             check_pure(stmt.init, functions, reads=reads)
             if _mentions(stmt.init, cell) and not written_c:
@@ -286,14 +297,22 @@ def epilogue_form(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef,
     if declaration is not None:
         body.append(_GEN.visit(declaration) + ";")
     if seed_stmt is not None:
+        # The seed converted (and rounded) as the original converts it, in a statement of its
+        # own (no multiply-add with the sum), then added to the kernel's sum.
         value = seed_stmt.init if isinstance(seed_stmt, c_ast.Decl) else seed_stmt.rvalue
-        total = c_store if _is_zero(value) else c_ast.BinaryOp("+", c_store, value)
-        if isinstance(seed_stmt, c_ast.Decl):
+        if _is_zero(value) and isinstance(seed_stmt, c_ast.Decl):
             decl = c_ast.Decl(seed_stmt.name, seed_stmt.quals, seed_stmt.align, seed_stmt.storage,
-                              seed_stmt.funcspec, seed_stmt.type, total, seed_stmt.bitsize)
+                              seed_stmt.funcspec, seed_stmt.type, c_store, seed_stmt.bitsize)
             body.append(_GEN.visit(decl) + ";")
-        else:
-            body.append(_GEN.visit(c_ast.Assignment("=", seed_stmt.lvalue, total)) + ";")
+        elif _is_zero(value):
+            body.append(_GEN.visit(c_ast.Assignment("=", seed_stmt.lvalue, c_store)) + ";")
+        elif slot != "<C>":
+            body.append(_GEN.visit(seed_stmt) + ";")
+            acc = c_ast.ID(slot)
+            body.append(_GEN.visit(c_ast.Assignment("=", acc, c_ast.BinaryOp("+", c_store, acc)))
+                        + ";")
+        else:               # `$seed`: a fresh name (hygiene.Names.bind)
+            body.append(f"{{ {c_type} $seed = {_GEN.visit(value)}; {cell} = {cell} + $seed; }}")
     elif slot != "<C>":
         raise NotGemm(f"'{slot}' is accumulated before it is set")
     body += [_GEN.visit(stmt) + ";" for stmt in nest.post]

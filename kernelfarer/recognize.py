@@ -246,6 +246,10 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
                                  functions)
         except NotGemm as exc:
             fusion_refusal = str(exc)
+    if canon.reordered and epi is not None and fusion is None:
+        # the pass after the GEMM runs the canonical loops' order, not the original's
+        raise NotGemm(f"{canon.reordered[0]}, and the epilogue depends on the elements' order "
+                      f"({fusion_refusal})")
     tile_steps, tile_refusal = (), ""
     if fusion is not None:
         def tile_read(node: c_ast.ArrayRef) -> ArrayOperand:
@@ -268,6 +272,9 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
             tile_refusal = str(exc)
 
     around = around_form(nest, functions=functions or PURE_FUNCTIONS)
+    if canon.reordered and (around is not None or canon.side):
+        raise NotGemm(f"{canon.reordered[0]}: the code around the GEMM, run apart, would run "
+                      "in another order")
     if around is not None:  # ... and those the code around the GEMM reads, which runs apart
         guards += _memory_read_guards((*nest.around[0], *nest.around[1]), scope, facts,
                                       c_access, ranges, dtype)
@@ -400,7 +407,8 @@ def _epilogue_attempt(nest: LoopNest, scope: Scope, conv: IndexConverter, dtype:
     c_store = next(s.lvalue for s in (*nest.pre, *nest.post)
                    if isinstance(s, c_ast.Assignment) and isinstance(s.lvalue, c_ast.ArrayRef))
     try:
-        epi, from_c = epilogue_form(nest, slot=slot, c_store=c_store, functions=functions)
+        epi, from_c = epilogue_form(nest, slot=slot, c_store=c_store,
+                                    c_type=c_access.elem.spelling, functions=functions)
     except NotGemm as exc:
         raise NotGemm(f"{linear_failure} (as an epilogue: {exc})") from None
     # The outside scalars the caller checks for liveness: the nest's own locals plus the slots.

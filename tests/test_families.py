@@ -1055,3 +1055,184 @@ void zerominus(int M, int N, int K, const float *A, const float *B, float *C)
     assert "may set errno" in logs["epilogue"], logs["epilogue"]
     assert "not fused" not in acts["epilogue"], acts["epilogue"]
     assert negzero["alpha"] == "1" and "epilogue" in negzero["description"], negzero
+
+
+# -- epilogues whose seed converts, whose loops count down, whose locals hide names ----------
+
+EPILOGUE_EDGES = r"""
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* the seed converted as the original converts it: float -> int truncates */
+void int_seed(int M, int N, int K, const int *A, const int *B, const float *fb, int *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            int acc = fb[j];
+            for (int k = 0; k < K; k++)
+                acc += A[i * K + k] * B[k * N + j];
+            C[i * N + j] = acc > 0 ? acc : 0;
+        }
+}
+
+/* double -> float rounds */
+void double_seed(int M, int N, int K, const float *A, const float *B, const double *bd, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float acc = bd[j];
+            for (int k = 0; k < K; k++)
+                acc += A[i * K + k] * B[k * N + j];
+            C[i * N + j] = fmaxf(acc, -100.0f);
+        }
+}
+
+/* a product as the seed is rounded before any sum (no multiply-add with the first product) */
+void product_seed(int M, int N, int K, const float *A, const float *B, const float *b, float s,
+                  float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float acc = b[j] * s;
+            for (int k = 0; k < K; k++)
+                acc += A[i * K + k] * B[k * N + j];
+            C[i * N + j] = fminf(acc, 6.0f);
+        }
+}
+
+/* C seeded in place from a double */
+void c_seed(int M, int N, int K, const float *A, const float *B, const double *bd, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            C[i * N + j] = bd[j];
+            for (int k = 0; k < K; k++)
+                C[i * N + j] += A[i * K + k] * B[k * N + j];
+            C[i * N + j] = C[i * N + j] < 0 ? 0 : C[i * N + j];
+        }
+}
+
+/* the loops count down and the epilogue carries a value from element to element */
+unsigned down_state(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    unsigned h = 0;
+    for (int i = M - 1; i >= 0; i--)
+        for (int j = N - 1; j >= 0; j--) {
+            float acc = 0;
+            for (int k = 0; k < K; k++)
+                acc += A[i * K + k] * B[k * N + j];
+            C[i * N + j] = acc;
+            h = h * 31u + (unsigned)(int)acc;
+        }
+    return h;
+}
+
+/* ... and code after the GEMM in the row loop that does */
+float down_rows(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    float run = 0;
+    for (int i = M - 1; i >= 0; i--) {
+        for (int j = 0; j < N; j++) {
+            float acc = 0;
+            for (int k = 0; k < K; k++)
+                acc += A[i * K + k] * B[k * N + j];
+            C[i * N + j] = acc;
+        }
+        run = run * 0.5f + C[i * N];
+    }
+    return run;
+}
+
+/* a local declared after the k loop hides the bias it has just read */
+void hides(int M, int N, int K, const float *x, const float *w, const float *b, float *y)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float acc = 0.0f;
+            for (int k = 0; k < K; k++)
+                acc += x[i * K + k] * w[k * N + j];
+            float v = acc * b[j];
+            float b = v - 1.0f;
+            y[i * N + j] = fmaxf(b, 0.0f);
+        }
+}
+
+static void dump(const char *what, const void *p, size_t bytes)
+{
+    unsigned h = 2166136261u;
+    for (size_t x = 0; x < bytes; x++)
+        h = (h ^ ((const unsigned char *)p)[x]) * 16777619u;
+    printf("%s %08x\n", what, h);
+}
+
+int main(void)
+{
+    static const int sizes[][3] = {{1, 1, 1}, {7, 13, 5}, {33, 65, 17}, {130, 70, 40}};
+    for (int s = 0; s < 4; s++) {
+        int M = sizes[s][0], N = sizes[s][1], K = sizes[s][2];
+        float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N);
+        float *C = malloc(sizeof(float) * M * N);
+        int *Ai = malloc(sizeof(int) * M * K), *Bi = malloc(sizeof(int) * K * N);
+        int *Ci = malloc(sizeof(int) * M * N);
+        float *fb = malloc(sizeof(float) * N);
+        double *bd = malloc(sizeof(double) * N);
+        for (int x = 0; x < M * K; x++) A[x] = (float)(x * 7 % 9 - 4) * 0.25f, Ai[x] = x % 7 - 3;
+        for (int x = 0; x < K * N; x++) B[x] = (float)(x * 5 % 7 - 3) * 0.5f, Bi[x] = x % 5 - 2;
+        for (int x = 0; x < N; x++) fb[x] = (float)(x % 11) - 5.5f;
+        int_seed(M, N, K, Ai, Bi, fb, Ci);
+        dump("int_seed", Ci, sizeof(int) * M * N);
+        /* sums exact in any order: S = 3.25 (k < 2) meets float(-3.2), S = -3/128 meets
+           float(0.3f * 0.1f); a seed not rounded first gives other bits */
+        for (int x = 0; x < M * K; x++) A[x] = x % K < 2 ? 1.0f : 0.0f;
+        for (int x = 0; x < K * N; x++) B[x] = 1.625f;
+        for (int x = 0; x < N; x++) bd[x] = -3.2;
+        double_seed(M, N, K, A, B, bd, C);
+        dump("double_seed", C, sizeof(float) * M * N);
+        c_seed(M, N, K, A, B, bd, C);
+        dump("c_seed", C, sizeof(float) * M * N);
+        for (int x = 0; x < K * N; x++) B[x] = x / N < 2 ? -3.0f / 256 : 0.0f;
+        for (int x = 0; x < N; x++) fb[x] = 0.3f;
+        product_seed(M, N, K, A, B, fb, 0.1f, C);
+        dump("product_seed", C, sizeof(float) * M * N);
+        for (int x = 0; x < M * K; x++) A[x] = (float)(x * 7 % 9 - 4) * 0.25f;
+        for (int x = 0; x < K * N; x++) B[x] = (float)(x * 5 % 7 - 3) * 0.5f;
+        for (int x = 0; x < N; x++) fb[x] = (float)(x % 11) - 5.5f;
+        printf("down_state %u\n", down_state(M, N, K, A, B, C));
+        dump("down_state", C, sizeof(float) * M * N);
+        printf("down_rows %a\n", (double)down_rows(M, N, K, A, B, C));
+        hides(M, N, K, A, B, fb, C);
+        dump("hides", C, sizeof(float) * M * N);
+        free(A); free(B); free(C); free(Ai); free(Bi); free(Ci); free(fb); free(bd);
+    }
+    return 0;
+}
+"""
+
+
+def test_epilogue_seeds_order_and_hidden_names_keep_the_original(tmp_path):
+    """The seed of the sum is converted (float -> int, double -> float) and rounded (a product)
+    as the original does it, before it meets the sum; loops that count down keep the order of
+    code that carries values between elements (or are left alone); a local that hides a name
+    the nest reads is refused, not miscompiled.  Built with FMA where the CPU has it, so a
+    multiply-add the original does not have would show."""
+    import subprocess
+    from conftest import host_runs
+    src = tmp_path / "edges.c"
+    src.write_text(EPILOGUE_EDGES)
+    result = rewrite_file(str(src), RewriteOptions())
+    said = [r.message() for r in result.remarks]
+    assert sum(r.replaced for r in result.remarks) >= 4, said          # the seeds at least
+    (tmp_path / "fast.c").write_text(result.text)
+    fma = ["-mavx2", "-mfma"] if host_runs("x86-avx2") else []
+    outs = []
+    for name in ("edges.c", "fast.c"):
+        exe = tmp_path / (name + ".bin")
+        subprocess.run(["clang-19", "-O2", *fma, "-w", str(tmp_path / name), "-lm", "-o",
+                        str(exe)], check=True)
+        outs.append(subprocess.run([str(exe)], capture_output=True, text=True,
+                                   check=True).stdout)
+    assert outs[0] == outs[1], "\n".join(
+        f"{a}  |  {b}" for a, b in zip(outs[0].splitlines(), outs[1].splitlines()) if a != b)
+    assert any("hides a name" in m for m in said), said
