@@ -241,10 +241,18 @@ def epilogue_form(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef, c_type:
     # The seed: the only thing the statements before the k loop may do is set the slot.
     seed_stmt = None
     declaration = None       # `float acc;` without a value, set by a later assignment
+    locals_: list[c_ast.Decl] = []   # other scalars declared there without a value (C89's `v`)
+    headers = set()
+    for lp in nest.loops:
+        for part in (lp.node.init, lp.node.cond, lp.node.next):
+            headers |= names_in(part)
     for stmt in nest.pre:
         if (isinstance(stmt, c_ast.Decl) and stmt.init is None and stmt.name == slot
                 and declaration is None and seed_stmt is None):
             declaration = stmt
+            continue
+        if local_declaration(stmt) and stmt.name != slot and stmt.name not in headers:
+            locals_.append(stmt)
             continue
         target = stmt.name if isinstance(stmt, c_ast.Decl) else _GEN.visit(getattr(stmt, "lvalue", stmt))
         value = stmt.init if isinstance(stmt, c_ast.Decl) else getattr(stmt, "rvalue", None)
@@ -269,10 +277,12 @@ def epilogue_form(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef, c_type:
         if part is not None:
             seen |= names_in(part)
     for stmt in nest.post:
-        if local_definition(stmt) and stmt.name in seen:
+        if (local_definition(stmt) or local_declaration(stmt)) and stmt.name in seen:
             raise NotGemm(f"'{stmt.name}', declared after the k loop, hides a name the nest "
                           "uses before")
         seen |= names_in(stmt)
+        if local_declaration(stmt):
+            continue
         if local_definition(stmt):       # `float v = acc + bias[j];`: the element's own scalar
             check_pure(stmt.init, functions, reads=reads)
             if _mentions(stmt.init, cell) and not written_c:
@@ -296,6 +306,7 @@ def epilogue_form(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef, c_type:
     body: list[str] = []
     if declaration is not None:
         body.append(_GEN.visit(declaration) + ";")
+    body += [_GEN.visit(decl) + ";" for decl in locals_]
     if seed_stmt is not None:
         # The seed converted (and rounded) as the original converts it, in a statement of its
         # own (no multiply-add with the sum), then added to the kernel's sum.
@@ -319,6 +330,13 @@ def epilogue_form(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef, c_type:
     loops = tuple(_header(lp.node) for lp in nest.loops[:2])
     return Epilogue(loops=loops, body=tuple(body), reads=tuple(reads), slot=slot,
                     c_store=c_store), from_c
+
+
+def local_declaration(stmt: c_ast.Node) -> bool:
+    """Whether `stmt` declares a plain scalar without a value (`float v;`)."""
+    return (isinstance(stmt, c_ast.Decl) and isinstance(stmt.type, c_ast.TypeDecl)
+            and isinstance(stmt.type.type, c_ast.IdentifierType) and stmt.init is None
+            and not stmt.storage and not stmt.bitsize and not _is_volatile(stmt.type))
 
 
 def local_definition(stmt: c_ast.Node) -> bool:

@@ -33,11 +33,12 @@ from pycparser import c_ast, c_generator
 
 from kernelfarer.canon_base import is_zero, names_in, walk
 from kernelfarer.ctype import Scalar, resolve
-from kernelfarer.epilogue import local_definition
+from kernelfarer.epilogue import local_declaration, local_definition
 from kernelfarer.nest import LoopNest, NotGemm
 
 _GEN = c_generator.CGenerator()
 
+_UNSET = object()                   # a local declared without a value, not set yet
 MAX_STEPS = 8                       # KF_TILE_STEPS in prelude.c.j2
 _ARITH = {"+": 0, "-": 1, "*": 3}   # v op x; x - v is op 2
 _CMP = {">": 0, ">=": 1, "<": 2, "<=": 3}
@@ -122,6 +123,8 @@ class _Analysis:
     # -- expressions -------------------------------------------------------------------------
     def value(self, node: c_ast.Node):
         if isinstance(node, c_ast.ID):
+            if self.env.get(node.name) is _UNSET:
+                raise NotGemm(f"'{node.name}' is read before it is set")
             if node.name in self.env:
                 return self.env[node.name]
             if node.name in self.iterators:
@@ -411,7 +414,10 @@ def tile_program(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef, scope, T
     start = _Path((), T)
     seed = None
     for stmt in nest.pre:
-        if isinstance(stmt, c_ast.Decl):
+        if local_declaration(stmt) and stmt.name != slot:
+            an.scope.declare(stmt)
+            an.env[stmt.name] = _UNSET
+        elif isinstance(stmt, c_ast.Decl):
             if stmt.init is not None:
                 seed = stmt.init
         elif isinstance(stmt, c_ast.Assignment):
@@ -433,6 +439,10 @@ def tile_program(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef, scope, T
             raise NotGemm(f"the accumulator '{slot}' is not {T.spelling}")
     an.env[target] = start
     for stmt in nest.post:
+        if local_declaration(stmt):      # `float v;`, set later
+            an.scope.declare(stmt)
+            an.env[stmt.name] = _UNSET
+            continue
         if local_definition(stmt):       # `float v = acc + bias[j];`
             an.scope.declare(stmt)
             an.assign(c_ast.ID(stmt.name), an.value(stmt.init))

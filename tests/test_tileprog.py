@@ -206,6 +206,21 @@ void declared(int M, int N, int K, const float *A, const float *B, const float *
         }
 }
 
+/* C89: the locals declared first, set after the k loop */
+void c89_style(int M, int N, int K, const float *A, const float *B, const float *bias, float *C)
+{
+    int i, j, k;
+    for (i = 0; i < M; i++)
+        for (j = 0; j < N; j++) {
+            float acc, v;
+            acc = bias[j];
+            for (k = 0; k < K; k++)
+                acc += A[i * K + k] * B[k * N + j];
+            v = acc > 0 ? acc : 0;
+            C[i * N + j] = v;
+        }
+}
+
 /* not programs: a product then a sum (compiled with FMA, the original may fuse them: clang
    within a statement, gcc across statements too), in one statement and in two */
 void scale_bias(int M, int N, int K, const float *A, const float *B, const float *bias, float s,
@@ -287,6 +302,7 @@ void zero_le(int, int, int, const float *, const float *, float, float *);
 void unrounded(int, int, int, const float *, const float *, float *);
 void divided(int, int, int, const float *, const float *, const float *, float *);
 void declared(int, int, int, const float *, const float *, const float *, float *);
+void c89_style(int, int, int, const float *, const float *, const float *, float *);
 void scale_bias(int, int, int, const float *, const float *, const float *, float, float *);
 void scale_then_bias(int, int, int, const float *, const float *, const float *, float, float *);
 extern long kernelfarer_fast_path_calls;
@@ -301,7 +317,7 @@ PROGRAMS = {
     "own_functions": ("float", 3), "compound_if": ("float", 3),
     "if_else": ("float", "chooses other values"), "leaky": ("float", "chooses other values"),
     "unrounded": ("float", "without rounding"), "divided": ("float", "not a step"),
-    "declared": ("float", 2), "scale_bias": ("float", "multiply-add"),
+    "declared": ("float", 2), "c89_style": ("float", 2), "scale_bias": ("float", "multiply-add"),
     "scale_then_bias": ("float", "multiply-add"),
 }
 
@@ -389,7 +405,7 @@ def _run(ffi, lib, name, m, n, k, dtype, rng_seed, extra):
         fn(m, n, k, p(a), p(b), -1.0, p(c))
     elif name in ("scale_bias", "scale_then_bias"):
         fn(m, n, k, p(a), p(b), p(vec_n), 0.3, p(c))
-    elif name in ("divided", "own_functions", "declared"):
+    elif name in ("divided", "own_functions", "declared", "c89_style"):
         fn(m, n, k, p(a), p(b), p(vec_n), p(c))
     else:
         fn(m, n, k, p(a), p(b), p(c))
