@@ -242,7 +242,7 @@ def epilogue_form(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef, c_type:
     seed_stmt = None
     declaration = None       # `float acc;` without a value, set by a later assignment
     locals_: list[c_ast.Decl] = []   # other scalars declared there without a value (C89's `v`)
-    headers = set()
+    headers: set[str] = set()        # the names of the loops' headers
     for lp in nest.loops:
         for part in (lp.node.init, lp.node.cond, lp.node.next):
             headers |= names_in(part)
@@ -271,11 +271,8 @@ def epilogue_form(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef, c_type:
         raise NotGemm(f"'{slot}' is accumulated before it is set")
     # The epilogue proper.
     written_c = slot == "<C>"
-    seen: set[str] = set()          # the names the nest uses before the statement at hand
-    for part in (*(p for lp in nest.loops for p in (lp.node.init, lp.node.cond, lp.node.next)),
-                 *nest.pre, *nest.body):
-        if part is not None:
-            seen |= names_in(part)
+    seen = headers.union(*(names_in(part) for part in (*nest.pre, *nest.body)))
+    # ... the names the nest uses before the statement at hand (a local may not hide one)
     for stmt in nest.post:
         if (local_definition(stmt) or local_declaration(stmt)) and stmt.name in seen:
             raise NotGemm(f"'{stmt.name}', declared after the k loop, hides a name the nest "
@@ -332,20 +329,23 @@ def epilogue_form(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef, c_type:
                     c_store=c_store), from_c
 
 
+def _plain_local(stmt: c_ast.Node) -> bool:
+    """Whether `stmt` declares a plain scalar: no storage class, not volatile, not an array or a
+    pointer."""
+    return (isinstance(stmt, c_ast.Decl) and isinstance(stmt.type, c_ast.TypeDecl)
+            and isinstance(stmt.type.type, c_ast.IdentifierType)
+            and not stmt.storage and not stmt.bitsize and not _is_volatile(stmt.type))
+
+
 def local_declaration(stmt: c_ast.Node) -> bool:
     """Whether `stmt` declares a plain scalar without a value (`float v;`)."""
-    return (isinstance(stmt, c_ast.Decl) and isinstance(stmt.type, c_ast.TypeDecl)
-            and isinstance(stmt.type.type, c_ast.IdentifierType) and stmt.init is None
-            and not stmt.storage and not stmt.bitsize and not _is_volatile(stmt.type))
+    return _plain_local(stmt) and stmt.init is None
 
 
 def local_definition(stmt: c_ast.Node) -> bool:
-    """Whether `stmt` declares a plain scalar with a value (`float v = e;`): no storage class,
-    not volatile, not an array or a pointer."""
-    return (isinstance(stmt, c_ast.Decl) and isinstance(stmt.type, c_ast.TypeDecl)
-            and isinstance(stmt.type.type, c_ast.IdentifierType)
-            and stmt.init is not None and not isinstance(stmt.init, c_ast.InitList)
-            and not stmt.storage and not stmt.bitsize and not _is_volatile(stmt.type))
+    """Whether `stmt` declares a plain scalar with a value (`float v = e;`)."""
+    return _plain_local(stmt) and stmt.init is not None \
+        and not isinstance(stmt.init, c_ast.InitList)
 
 
 def _is_zero(node: c_ast.Node) -> bool:

@@ -41,6 +41,7 @@ _GEN = c_generator.CGenerator()
 _UNSET = object()                   # a local declared without a value, not set yet
 MAX_STEPS = 8                       # KF_TILE_STEPS in prelude.c.j2
 _ARITH = {"+": 0, "-": 1, "*": 3}   # v op x; x - v is op 2
+_SUMS = (0, 1, 2)                   # the ops that add or subtract
 _CMP = {">": 0, ">=": 1, "<": 2, "<=": 3}
 _MIRROR = {">": "<", ">=": "<=", "<": ">", "<=": ">="}
 # fmax / fmin against a constant c: v > c ? v : c and v < c ? v : c (NaN v gives c, as C says)
@@ -456,7 +457,7 @@ def tile_program(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef, scope, T
     if not final.steps:
         raise NotGemm("the epilogue does nothing to the result")
     for first, second in zip(final.steps, final.steps[1:]):
-        if first.op == _ARITH["*"] and second.op in (_ARITH["+"], _ARITH["-"], 2):
+        if first.op == _ARITH["*"] and second.op in _SUMS:
             # `acc * s + b`: the compiler may fuse the two into one multiply-add as it compiles
             # the original (-ffp-contract), and the hook's copy of the statement alike
             raise NotGemm("a product then a sum, which the compiler may fuse into one "
