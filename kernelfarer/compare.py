@@ -30,6 +30,7 @@ follows kernelfarer/timing.py.  Results: a Markdown table (stdout), CSV and a PN
 from __future__ import annotations
 
 import array
+import struct
 import os
 import resource
 import shutil
@@ -66,7 +67,8 @@ STACK_BYTES = 256 << 20
 NOT_RUN = "not run: "
 EMPTY = f"{NOT_RUN}the GEMM is empty"      # the original's, at that size: nothing to time
 CHECK_SIZE = 67                   # an odd size every variant is also checked at (block edges)
-_ARRAY_TYPECODES = {"float": "f", "double": "d", "int": "i", "long": "l"}
+_ARRAY_TYPECODES = {"float": "f", "double": "d", "int": "i", "long": "l",
+                    "_Float16": "H"}     # fp16 compared by its bits (struct's "e" reads them)
 
 
 @dataclass(frozen=True)
@@ -284,6 +286,9 @@ def check(variant: Variant, reference: Variant, index: int, subject: Subject, si
     want, got = outputs
     if want == got:
         return None
+    if want.typecode == "H":
+        want, got = (array.array("f", struct.unpack(f"{len(x)}e", x.tobytes()))
+                     for x in (want, got))
     diffs = [(abs(float(a) - float(b)), i) for i, (a, b) in enumerate(zip(want, got)) if a != b]
     worst = max(diffs) if diffs else (0.0, -1)
     return (f"result differs from the original at N={size} in {len(diffs)} elements "

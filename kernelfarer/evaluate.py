@@ -111,7 +111,7 @@ class Evaluator:
         if isinstance(node, c_ast.Cast):
             target = ctype.resolve(node.to_type, self.scope.typedefs)
             if not (isinstance(target, Scalar) and self.dtype
-                    and self.dtype.is_result(target.kind, target.bits, target.signed)):
+                    and self.dtype.is_result(target.kind, target.bits, target.signed, target.spelling)):
                 raise NotGemm(f"conversion to '{_GEN.visit(node.to_type)}' in the loop body")
             return self.value(node.expr, state)
         if isinstance(node, c_ast.BinaryOp):
@@ -122,7 +122,8 @@ class Evaluator:
                 return lin_add(self.value(node.left, state), self.value(node.right, state),
                                 1 if node.op == "+" else -1)
             if node.op == "*":
-                if self._is_half(node.left) and self._is_half(node.right):
+                if self.dtype is not DType.F16 and self._is_half(node.left) \
+                        and self._is_half(node.right):
                     # C multiplies two __bf16 (or _Float16) in that type: the product is rounded
                     # to 8 (11) bits, which a kernel summing exact products would not do
                     raise NotGemm("the product of two 16-bit floats is rounded to 16 bits in C "
@@ -168,6 +169,9 @@ class Evaluator:
             is_float = node.value.lower().endswith("f")
             if self.dtype and self.dtype.kind == "int":
                 raise NotGemm(f"floating-point constant {node.value} in an integer GEMM")
+            if self.dtype is DType.F16:
+                raise NotGemm(f"constant {node.value} in an fp16 computation (each step rounds "
+                              "to 11 bits: a scale is not taken out of the sum)")
             if self.dtype is DType.F32 and not is_float:
                 raise NotGemm(f"double constant {node.value} in a float computation "
                               "(mixed precision)")
@@ -196,6 +200,9 @@ class Evaluator:
         if self.dtype and t.kind == "int" and self.dtype.kind == "int" and \
                 t.bits > self.dtype.size * 8:     # narrower or as wide, signed or not: modulo 2^w
             raise NotGemm(f"'{name}' is {t.spelling} in a {self.dtype.ctype} computation")
+        if self.dtype is DType.F16:
+            raise NotGemm(f"'{name}' scales an fp16 computation (each step rounds to 11 bits: "
+                          "a scale is not taken out of the sum)")
         self.scalar_params.add(name)
         self.param_roots.add(symbol_root(node))
         return {"one": Poly.symbol(name)}
@@ -225,7 +232,7 @@ class Evaluator:
         if self.dtype is None:
             return
         e = acc.elem
-        if self.dtype.is_operand(e.kind, e.bits, e.signed):
+        if self.dtype.is_operand(e.kind, e.bits, e.signed, e.spelling):
             return
         narrow = {(DType.I32, "signed char"): DType.I8I32,    # int8 operands summed in int32
                   (DType.I32, "unsigned char"): DType.I8I32,  # (uint8 ones too: the roles of A
@@ -339,8 +346,8 @@ class Evaluator:
     def _check_scalar_type(self, name: str, t: Scalar) -> None:
         if t.volatile:
             raise NotGemm(f"'{name}' is volatile (or _Atomic)")
-        if self.dtype is not None and not (self.dtype.is_result(t.kind, t.bits, t.signed)
-                                           or self.dtype.is_operand(t.kind, t.bits, t.signed)
+        if self.dtype is not None and not (self.dtype.is_result(t.kind, t.bits, t.signed, t.spelling)
+                                           or self.dtype.is_operand(t.kind, t.bits, t.signed, t.spelling)
                                            or t.spelling == "signed char" and self.dtype is DType.I32):
             raise NotGemm(f"accumulator '{name}' is {t.spelling}, C holds {self.dtype.ctype} "
                           "(mixed precision)")

@@ -128,6 +128,10 @@ class KernelPlan:
     threads: int = 0
     epi_panel_bytes: int = EPI_PANEL_BYTES   # the fused epilogue's panels (epi_panel_cols)
     tile_prog: bool = False  # the kernel has a <name>_prog variant (a fused epilogue as a program)
+    # fp16 sums (DType.F16): the register tile starts from C (when load_c) and takes the products
+    # in k order, so each element is the original's chain of steps, rounded as the file's
+    # compile rounds `c + a * b` (the kernels spell it so; the recognizer takes no alpha or beta)
+    seed_c: bool = False
 
     @property
     def l1_way(self) -> int:
@@ -451,7 +455,9 @@ def make_plan(target: Target, dtype: DType, *, caches: Caches | None = None,
                                     direct_mr=shape.direct_mr or shape.mr) if direct else None,
         thin_name=f"{base}_thin" if shape.thin else "",
         threads=0 if threads == 1 else threads,
-        tile_prog=shape.template in TILE_PROGRAM_TEMPLATES and dtype.kind == "float",
+        tile_prog=shape.template in TILE_PROGRAM_TEMPLATES and dtype.kind == "float"
+        and dtype.size >= 4,           # fp16 sums: no epilogue is taken (recognize.py)
+        seed_c=dtype is DType.F16,
     )
 
 

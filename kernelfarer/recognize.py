@@ -78,7 +78,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
             ev.alias(stmt)
     c_access = _find_store(nest, scope, conv, ev.aliases)
     e = c_access.elem
-    dtype = DType.for_result(e.kind, e.bits, e.signed)
+    dtype = DType.for_result(e.kind, e.bits, e.signed, e.spelling)
     if dtype is None:
         raise NotGemm(f"result '{c_access.array}' holds {e.spelling} (float, double, int and "
                       "long GEMMs are supported)")
@@ -100,13 +100,19 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         final = _evaluate(nest, ev)
         alpha, beta, init = _gemm_form(final, nest)
     except NotGemm as linear_failure:
-        if nest.perfect or functions is None:
+        if nest.perfect or functions is None or dtype is DType.F16:
             raise
         # the epilogue's `acc += b[j]` and `if (acc < 0) acc = 0;` as plain assignments
         nest = replace(nest, post=plain_statements(nest.post))
         ev, alpha, epi, init = _epilogue_attempt(nest, scope, conv, dtype, c_access, functions,
                                                  linear_failure)
         beta = Poly.const(1)
+    if dtype is DType.F16 and (alpha != Poly.const(1) or beta not in (Poly.const(0),
+                                                                     Poly.const(1))):
+        # each step of the original rounds to 11 bits: a scale taken out of the sum, as the
+        # kernels apply alpha and beta, rounds elsewhere
+        raise NotGemm("an fp16 GEMM with a scale (only C = A * B and C += A * B are taken: "
+                      "each of the loop's fp16 steps rounds)")
     _check_factors(nest, ev, iterators)
     if len(ev.products) != 1:
         raise NotGemm("the loop body sums different products")
@@ -119,8 +125,8 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         dtype = ev.narrow_dtype
     for name in ev.scalars_written - ev.locals_ | (ev.scalars_written & ev.locals_):
         t = scope.type_of(name)
-        if isinstance(t, Scalar) and not dtype.is_result(t.kind, t.bits, t.signed) \
-                and not dtype.is_operand(t.kind, t.bits, t.signed):
+        if isinstance(t, Scalar) and not dtype.is_result(t.kind, t.bits, t.signed, t.spelling) \
+                and not dtype.is_operand(t.kind, t.bits, t.signed, t.spelling):
             raise NotGemm(f"'{name}' is {t.spelling}, the result is {dtype.ctype}")
 
     # Roles: C's unit-stride variable is n (columns); the other is m.
@@ -367,7 +373,7 @@ def _evaluate(nest: LoopNest, ev: Evaluator) -> Lin:
             raise NotGemm(f"'{slot}' is accumulated before it is set")
         summed_slot = slot
         t = ev.scope.type_of(slot) if slot != "<C>" else None
-        if isinstance(t, Scalar) and not ev.dtype.is_result(t.kind, t.bits, t.signed):
+        if isinstance(t, Scalar) and not ev.dtype.is_result(t.kind, t.bits, t.signed, t.spelling):
             raise NotGemm(f"the sum is accumulated in '{slot}' ({t.spelling}), narrower than "
                           f"the result ({ev.dtype.ctype})")
         after[slot] = lin_add(entry[slot], {"s": delta["ab"]})

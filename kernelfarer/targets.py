@@ -40,6 +40,7 @@ class DType(enum.Enum):
     BF16F32 = ("bf16f32", "float", 4, "__bf16", 2, "float")  # bf16 operands, float sums
     I16I32 = ("i16i32", "int", 4, "short", 2, "int")         # int16 operands, int32 sums
     F16F32 = ("f16f32", "float", 4, "_Float16", 2, "float")  # fp16 operands, float sums
+    F16 = ("h", "_Float16", 2, "_Float16", 2, "float")       # fp16 operands, fp16 sums
 
     def __init__(self, letter: str, ctype: str, size: int, in_ctype: str, in_size: int,
                  kind: str, b_ctype: str = "") -> None:
@@ -79,24 +80,29 @@ class DType(enum.Enum):
         return self.a_ctype if self.a_ctype == self.b_ctype else \
             f"{self.a_ctype} x {self.b_ctype}"
 
-    def is_result(self, kind: str, bits: int, signed: bool = True) -> bool:
+    def is_result(self, kind: str, bits: int, signed: bool = True, spelling: str = "") -> bool:
         """Whether C (or a scalar of C's precision) may hold `kind`/`bits`: integers of C's width
         signed or unsigned alike, as sums and products of them wrap alike (modulo 2^bits: the
-        kernels' integer arithmetic is exactly that)."""
-        return kind == self.kind and bits == self.size * 8
+        kernels' integer arithmetic is exactly that).  16-bit floats are two types (_Float16,
+        __bf16): `spelling` says which (none given: neither matches)."""
+        return kind == self.kind and bits == self.size * 8 and (
+            bits != 16 or kind != "float" or spelling == self.ctype)
 
-    def is_operand(self, kind: str, bits: int, signed: bool = True) -> bool:
+    def is_operand(self, kind: str, bits: int, signed: bool = True, spelling: str = "") -> bool:
         """Whether an operand may hold `kind`/`bits`: unsigned integers as narrow types that say
-        so (uint8), or of C's own width (the same bits modulo 2^bits)."""
+        so (uint8), or of C's own width (the same bits modulo 2^bits); a 16-bit float only as
+        the operands' own type (`spelling`)."""
         return kind == self.kind and bits == self.in_size * 8 and (
             signed or self.kind == "float" or self.in_size == self.size
-            or "unsigned" in self.a_ctype + self.b_ctype)
+            or "unsigned" in self.a_ctype + self.b_ctype) and (
+            bits != 16 or kind != "float" or spelling in (self.a_ctype, self.b_ctype))
 
     @classmethod
-    def for_result(cls, kind: str, bits: int, signed: bool = True) -> "DType | None":
+    def for_result(cls, kind: str, bits: int, signed: bool = True,
+                   spelling: str = "") -> "DType | None":
         """The type of a GEMM whose C holds `kind`/`bits` (operands of the same type)."""
-        for member in (cls.F32, cls.F64, cls.I32, cls.I64):
-            if member.is_result(kind, bits, signed):
+        for member in (cls.F32, cls.F64, cls.I32, cls.I64, cls.F16):
+            if member.is_result(kind, bits, signed, spelling):
                 return member
         return None
 
@@ -200,6 +206,9 @@ class Target:
     isa_macro: str = "0"             # C preprocessor condition: the whole file is compiled for the
                                      # ISA (e.g. -march=native); the program then runs only on CPUs
                                      # that have it, so a dispatching target emits no path below it
+    file_macro: str = ""             # C preprocessor condition without which the kernels do not run
+                                     # (the run-time check fails): what they compute depends on how
+                                     # the file itself is built ("": none)
 
     def kernel(self, dtype: DType) -> KernelShape:
         try:
@@ -256,6 +265,9 @@ def _avx2_thin(lanes: int) -> ThinShape:
                      decline_n=1, short_k=_SHORT_K[32 // lanes], lane_sum=_AVX2_LANE_SUM[lanes])
 
 
+# The portable kernel of fp16 sums (plan.seed_c), also what x86-avx512 and x86-avx2 run for them
+_GENERIC_F16 = KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True)
+
 _AVX512_F32_ISA = dict(vec="__m512", load="_mm512_loadu_ps", store="_mm512_storeu_ps",
                        fmadd="_mm512_fmadd_ps", mul="_mm512_mul_ps", add="_mm512_add_ps",
                        sub="_mm512_sub_ps",
@@ -274,6 +286,8 @@ _AVX512 = {
     **{dtype: KernelShape(mr=12, nr=32, lanes=16, widen=2, template="kernels/x86_avx512.c.j2",
                           isa=_AVX512_F32_ISA)
        for dtype in (DType.F16F32, DType.BF16F32)},
+    # fp16 sums on CPUs without AVX512-FP16: the portable kernel (as on x86-avx2)
+    DType.F16: _GENERIC_F16,
     DType.F64: KernelShape(
         mr=12, nr=16, lanes=8, template="kernels/x86_avx512.c.j2",
         isa=dict(vec="__m512d", load="_mm512_loadu_pd", store="_mm512_storeu_pd",
@@ -284,6 +298,23 @@ _AVX512 = {
                  maskload="_mm512_maskz_loadu_pd", maskstore="_mm512_mask_storeu_pd",
                  mask="__mmask8", reduce="_mm512_reduce_add_pd", maskload_mask_first="1"),
         direct=True, thin=_avx512_thin(8), direct_mr=8, a_in_l1=True,
+    ),
+}
+
+# AVX512-FP16: fp16 x fp16 -> fp16 with vfmadd231ph (32 lanes), the float kernel's 12 x 2 vectors
+# of accumulators (12x64), started from C (plan.seed_c).  The step is spelled in C (fmadd "":
+# x86_avx512.c.j2's helper `z + x * y`), so it rounds as the file's compile rounds the original
+# loop: one vfmadd231ph where the file is built for AVX512-FP16 (and contracts), else in float
+# as _Float16's excess precision has it.  No masked fp16 load or store in the ISA: AVX512-BW's
+# 16-bit ones (the template's helpers where isa.maskload is "").
+_AVX512_FP16 = {
+    DType.F16: KernelShape(
+        mr=12, nr=64, lanes=32, template="kernels/x86_avx512.c.j2",
+        isa=dict(vec="__m512h", load="_mm512_loadu_ph", store="_mm512_storeu_ph",
+                 fmadd="", mul="_mm512_mul_ph", add="_mm512_add_ph",
+                 sub="_mm512_sub_ph", set1="_mm512_set1_ph", setzero="_mm512_setzero_ph",
+                 maskload="", maskstore="", mask="__mmask32"),
+        a_in_l1=True,
     ),
 }
 
@@ -375,6 +406,9 @@ _AVX2 = {
        for dtype in DType.int8_types()},
     # int16 without vpdpwssd: the portable kernel, vectorized for AVX2
     DType.I16I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
+    # fp16 sums without AVX512-FP16: the portable kernel (each step through float, F16C's
+    # conversions, as the file's own compile does it: plan.seed_c)
+    DType.F16: _GENERIC_F16,
     DType.F64: KernelShape(
         mr=6, nr=8, lanes=4, template="kernels/x86_avx2.c.j2",
         isa=dict(vec="__m256d", load="_mm256_loadu_pd", store="_mm256_storeu_pd",
@@ -487,6 +521,20 @@ _NEON_FHM = {
                  mla_n="vmlaq_n_f32")),
 }
 
+# FEAT_FP16's half-precision arithmetic: fp16 x fp16 -> fp16 on the float kernel's by-lane FMA
+# (fmla v.8h, v, a.h[l]), eight lanes: one A register holds the 8 rows of a k step; 8x24 is 24
+# accumulators + 1 A + 3 B registers, started from C (plan.seed_c).  The step is spelled in C
+# (fma_lane "": neon.c.j2's helper), so it contracts as the file's compile does; but whether the
+# original rounds once or twice also depends on FEAT_FP16 in the file's own build (without it
+# the compiler does fp16 arithmetic through float), so the kernels run only in files built for
+# it (Target.file_macro); elsewhere the portable kernel or the original loops run.
+_NEON_FP16 = {
+    DType.F16: KernelShape(mr=8, nr=24, lanes=8, a_width=8, template="kernels/neon.c.j2",
+                           isa=dict(vec="float16x8_t", load="vld1q_f16", store="vst1q_f16",
+                                    fma_lane="", fma="vfmaq_f16", mul="vmulq_f16",
+                                    dup="vdupq_n_f16")),
+}
+
 # FEAT_BF16's bfmmla: 2x4 by 4x2 blocks of bf16 into 2x2 float, four k per 64-bit unit, on the
 # i8mm kernel's 8x8 (16 multiply-adds per instruction, twice bfdot's: llvm-mca-19 models the k
 # loop at 50.6 multiply-adds per cycle on Neoverse V1 and 31.8 on N2, against 23.8 and 12.0 for
@@ -580,6 +628,9 @@ _GENERIC = {
     DType.I64: KernelShape(mr=4, nr=4, template="kernels/generic.c.j2", direct=True),
     **{dtype: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True)
        for dtype in (*DType.int8_types(), DType.BF16F32, DType.I16I32, DType.F16F32)},
+    # fp16 sums: _Float16 arithmetic as C compiles it for the file (natively with AVX512-FP16 or
+    # FEAT_FP16, else each step in float, rounded to fp16 as the step's assignment does)
+    DType.F16: _GENERIC_F16,
 }
 
 def _x86_target(name: str, description: str, features: tuple[str, ...],
@@ -598,18 +649,20 @@ def _x86_target(name: str, description: str, features: tuple[str, ...],
 
 
 def _arm_feature_target(name: str, description: str, feature: str, hwcap: str, bit: int,
-                        kernels: Mapping[DType, KernelShape], priority: int) -> "Target":
+                        kernels: Mapping[DType, KernelShape], priority: int,
+                        file_macro: str = "") -> "Target":
     """An AArch64 target for an optional extension (`feature`, as /proc/cpuinfo and the function
     attribute spell it): its kernels carry target("<feature>"), the rest of the file stays
     ARMv8.2-A, and the call sites check the extension's bit of the auxiliary vector at run time."""
-    cpuinfo = {"dotprod": "asimddp", "fp16fml": "asimdfhm"}.get(feature, feature)
+    cpuinfo = {"dotprod": "asimddp", "fp16fml": "asimdfhm", "fullfp16": "asimdhp"}.get(feature,
+                                                                                    feature)
     return Target(
         name=name, description=description, cpu_features=(cpuinfo,), attribute=feature,
         headers=("arm_neon.h", "sys/auxv.h"), kernels=kernels, priority=priority,
         arch="aarch64", cpu_check=f"((getauxval({hwcap}) & (1UL << {bit})) != 0)",
         compile_flags=("--target=aarch64-linux-gnu", "-march=armv8.2-a"),
         emulator=("qemu-aarch64", "-cpu", "max", "-L", "/usr/aarch64-linux-gnu"),
-        caches=_ARM_CACHES)
+        caches=_ARM_CACHES, file_macro=file_macro)
 
 
 TARGETS: Mapping[str, Target] = MappingProxyType({
@@ -630,12 +683,17 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
                     "vdpbf16ps (other types: x86-avx512)", ("avx512f", "avx512bf16"),
                     ("avx512f", "avx512_bf16"), "avx512f,avx512bf16,avx512bw,avx512vl,avx2,fma",
                     _AVX512_BF16, 31, "defined(__AVX512F__) && defined(__AVX512BF16__)"),
+        _x86_target("x86-avx512-fp16", "x86-64 with AVX512-FP16: fp16 GEMMs summed in fp16 "
+                    "with vfmadd231ph (other types: x86-avx512)", ("avx512f", "avx512fp16"),
+                    ("avx512f", "avx512_fp16"), "avx512f,avx512fp16,avx512bw,avx512vl,avx2,fma",
+                    _AVX512_FP16, 31, "defined(__AVX512F__) && defined(__AVX512FP16__)"),
         _x86_target("x86-avxvnni", "x86-64 with AVX-VNNI (256-bit vpdpbusd, no AVX-512): int8 "
                     "GEMMs (other types: x86-avx2)", ("avx2", "avxvnni"), ("avx2", "avx_vnni"),
                     "avx2,fma,avxvnni", _AVX_VNNI, 21,
                     "defined(__AVX2__) && defined(__AVXVNNI__)"),
-        _x86_target("x86-avx2", "x86-64 with AVX2 and FMA3 (16 ymm registers)", ("avx2", "fma"),
-                    None, "avx2,fma", _AVX2, 20, "defined(__AVX2__) && defined(__FMA__)"),
+        _x86_target("x86-avx2", "x86-64 with AVX2, FMA3 and F16C (16 ymm registers)",
+                    ("avx2", "fma", "f16c"), None, "avx2,fma,f16c", _AVX2, 20,
+                    "defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)"),
         Target(
             name="x86-auto",
             description="x86-64: AVX-512 and AVX2 kernels, chosen at the first call by the CPU "
@@ -647,7 +705,8 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
             kernels={},
             priority=-1,
             cpuinfo_flags=("sse2",),
-            dispatch=("x86-amx", "x86-avx512-vnni", "x86-avx512-bf16", "x86-avx512",
+            dispatch=("x86-amx", "x86-avx512-vnni", "x86-avx512-bf16", "x86-avx512-fp16",
+                      "x86-avx512",
                       "x86-avxvnni", "x86-avx2"),
             arch="x86_64",
         ),
@@ -674,6 +733,10 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
         _arm_feature_target("neon-fhm", "AArch64 with the fp16 multiply-add long (FEAT_FHM, "
                             "fmlal): fp16 GEMMs summed in float (other types: neon)", "fp16fml",
                             "AT_HWCAP", 23, _NEON_FHM, 11),
+        _arm_feature_target("neon-fp16", "AArch64 with half-precision arithmetic (FEAT_FP16, "
+                            "fmla .8h): fp16 GEMMs summed in fp16 (other types: neon)", "fullfp16",
+                            "AT_HWCAP", 10, _NEON_FP16, 11,
+                            file_macro="defined(__ARM_FEATURE_FP16_VECTOR_ARITHMETIC)"),
         _arm_feature_target("neon-bf16", "AArch64 with bf16 instructions (FEAT_BF16, bfmmla): "
                             "bf16 GEMMs summed in float (other types: neon)", "bf16",
                             "AT_HWCAP2", 14, _NEON_BF16, 11),

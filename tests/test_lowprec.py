@@ -94,6 +94,40 @@ void gemm(int m, int n, int k, const int8_t *a, int lda, const int8_t *b, int32_
 LOOPS["u8s8_hoist"] = LOOPS["int8_hoist"].replace("const int8_t *a", "const uint8_t *a") \
     .replace("int aip", "unsigned aip")
 
+# fp16 sums (fp16 x fp16 -> fp16): C itself, or a _Float16 accumulator; the kernels start from C
+# and take the products in k order, each step spelled as the loop's `c + a * b` (plan.seed_c),
+# so they equal it on data whose sums are not exact (fp16_sum's operands are multiples of 1/128
+# up to 7.8: the 11-bit sums round at almost every step) wherever the step is one rounding or
+# two for both: on x86 without AVX512-FP16 (C computes fp16 in float there, where every product
+# is exact) and with -ffp-contract=off.  With native fp16 arithmetic and contraction on, the
+# compiler may fuse a step of the loop or not (LLVM's fmuladd: a vectorized loop may multiply
+# and add apart): there the tests use small integers (fp16_small, exact either way).
+LOOPS["fp16_sum"] = """
+void gemm(int m, int n, int k, const _Float16 *a, int lda, const _Float16 *b, _Float16 *c,
+          int ldc)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            for (int p = 0; p < k; p++)
+                c[i * ldc + j] += a[i * lda + p] * b[p * n + j];
+}
+"""
+LOOPS["fp16_acc"] = """
+typedef _Float16 half;
+void gemm(int m, int n, int k, const half *a, int lda, const half *b, half *c, int ldc)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            half acc = 0;
+            for (int p = 0; p < k; p++)
+                acc += a[i * lda + p] * b[p * n + j];
+            c[i * ldc + j] = acc;
+        }
+}
+"""
+LOOPS["fp16_small"] = LOOPS["fp16_sum"]
+FP16_FILL = "(_Float16)((float)(rand() % 2001 - 1000) / 128.0f)"
+
 # int16: up to 4000 in magnitude, so that no sum of k <= 130 products overflows int32 (the loop's
 # overflow is undefined; the kernels wrap)
 INT8_FILL = "(int8_t)(rand() % 256 - 128)"
@@ -110,6 +144,10 @@ TYPES = {"int8": ("int8_t", "int32_t", INT8_FILL),
          "int16": ("short", "int", "(short)(rand() % 8001 - 4000)"),
          "bf16": ("__bf16", "float", "small_bf16(rand() % 9 - 4, 1.0f)"),
          "fp16": ("_Float16", "float", "(_Float16)(rand() % 9 - 4)"),
+         "fp16_sum": ("_Float16", "_Float16", FP16_FILL),
+         "fp16_acc": ("_Float16", "_Float16", FP16_FILL),
+         # small integers: every sum exact, whether a step is fused or not
+         "fp16_small": ("_Float16", "_Float16", "(_Float16)(rand() % 7 - 3)"),
          "bf16_tiny": ("__bf16", "float", "small_bf16(rand() % 9 - 4, 0x1p-66f)")}
 
 # bf16 operands: a small integer's float bits, cut to 16 (exact); no float -> bf16 conversion,
@@ -177,16 +215,17 @@ extern long kernelfarer_fast_path_calls;
 def build_and_run(tmp: Path, kind: str, target: str, blocking: dict, env: dict | None = None,
                   cross: tuple[str, ...] = (), fast: bool = True,
                   flags: tuple[str, ...] | None = None, cppflags: tuple[str, ...] = (),
-                  cflags: tuple[str, ...] = ()) -> str:
-    """Rewrite (with `cppflags`), build (for the target's machine when `cross` names its emulator
-    command: with the target's flags, or `flags`; `cflags` in any case) and run; `fast`: every
-    call with m, n, k > 0 must have taken the fast path."""
+                  cflags: tuple[str, ...] = (), edit=None) -> str:
+    """Rewrite (with `cppflags`; `edit`, when given, changes the rewritten text), build (for the
+    target's machine when `cross` names its emulator command: with the target's flags, or
+    `flags`; `cflags` in any case) and run; `fast`: every call with m, n, k > 0 must have taken
+    the fast path."""
     src = tmp / "loop.c"
     src.write_text(LOOPS[kind])
     result = rewrite_file(str(src), RewriteOptions(target=target, blocking=blocking,
                                                    cppflags=cppflags))
     assert any(r.replaced for r in result.remarks), [r.message() for r in result.remarks]
-    (tmp / "rewritten.c").write_text(result.text)
+    (tmp / "rewritten.c").write_text(edit(result.text) if edit else result.text)
     (tmp / "reference.c").write_text(LOOPS[kind].replace("void gemm(", "void reference("))
     a, c, fill = TYPES[kind][:3]
     b, fill_b = TYPES[kind][3:] or (a, fill)      # B's type when it is not A's
@@ -268,6 +307,99 @@ def test_x86_auto_keeps_denormal_bf16_from_the_flushing_kernels(tmp_path, path) 
     out = build_and_run(tmp_path, "bf16_tiny", "x86-auto", {"mc": 96, "kc": 64, "nc": 64},
                         env=env)
     assert out.startswith("fast="), out
+
+
+# The AVX512-FP16 kernel's intrinsics as plain C on __m512h (a vector of _Float16 to the
+# compiler, whose arithmetic any x86-64 CPU runs), so that its template (the C-spelled step, the
+# seeded tile, the lane masks of partial tiles) runs here and in CI.
+FP16_STAND_INS = r"""
+#include <immintrin.h>
+#include <string.h>
+static __inline__ __m512h kf_emu_loadu_ph(const void *p)
+{ __m512h v; memcpy(&v, p, sizeof v); return v; }
+static __inline__ void kf_emu_storeu_ph(void *p, __m512h v) { memcpy(p, &v, sizeof v); }
+static __inline__ __m512h kf_emu_set1_ph(_Float16 x)
+{ __m512h v; int i; for (i = 0; i < 32; i++) v[i] = x; return v; }
+static __inline__ __m512h kf_emu_setzero_ph(void) { return kf_emu_set1_ph(0); }
+static __inline__ __m512h kf_emu_maskz_loadu_epi16(unsigned k, const void *p)
+{ __m512h v = kf_emu_setzero_ph(); int i;
+  for (i = 0; i < 32; i++) if ((k >> i) & 1) memcpy((char *)&v + 2 * i, (const char *)p + 2 * i, 2);
+  return v; }
+static __inline__ void kf_emu_mask_storeu_epi16(void *p, unsigned k, __m512h v)
+{ int i; for (i = 0; i < 32; i++) if ((k >> i) & 1) memcpy((char *)p + 2 * i, (char *)&v + 2 * i, 2); }
+#define kf_emu_cast(v) (v)
+"""
+FP16_NAMES = {"_mm512_loadu_ph": "kf_emu_loadu_ph", "_mm512_storeu_ph": "kf_emu_storeu_ph",
+              "_mm512_set1_ph": "kf_emu_set1_ph", "_mm512_setzero_ph": "kf_emu_setzero_ph",
+              "_mm512_maskz_loadu_epi16": "kf_emu_maskz_loadu_epi16",
+              "_mm512_mask_storeu_epi16": "kf_emu_mask_storeu_epi16",
+              "_mm512_castsi512_ph": "kf_emu_cast", "_mm512_castph_si512": "kf_emu_cast",
+              '__builtin_cpu_supports("avx512fp16")': "1",
+              '__builtin_cpu_supports("avx512f")': "1"}
+
+
+def fp16_stand_ins(text: str) -> str:
+    """The x86-avx512-fp16 rewrite with every intrinsic replaced by FP16_STAND_INS, the kernels'
+    target attribute dropped and the CPU check passed (it must name everything it uses)."""
+    attribute = '__attribute__((target("%s")))' % targets.TARGETS["x86-avx512-fp16"].attribute
+    assert attribute in text
+    text = text.replace(attribute, "")
+    for name, stand_in in FP16_NAMES.items():
+        assert name in text, name
+        text = text.replace(name, stand_in)
+    assert not re.search(r"_mm512_\w+", text), re.search(r"_mm512_\w+", text)
+    return FP16_STAND_INS + text
+
+
+@pytest.mark.parametrize("blocks", ["default", "tiny"])
+@pytest.mark.parametrize("kind", ["fp16_sum", "fp16_acc"])
+def test_fp16_sums_kernel_through_stand_ins_equals_the_loop(tmp_path, kind, blocks) -> None:
+    """x86-avx512-fp16's 12x64 kernel (vfmadd231ph) with plain-C stand-ins for its intrinsics:
+    every call takes it and equals the loop bit for bit on sums that round at almost every step
+    (C starts each tile, k in order).  The native run: test_fp16_sums_native_equal_the_loop."""
+    if not targets.real_host_runs(targets.TARGETS["x86-avx2"]):
+        pytest.skip("this host does not run x86-64 code with AVX2 (the harness's fill)")
+    build_and_run(tmp_path, kind, "x86-avx512-fp16", TINY if blocks == "tiny" else {},
+                  edit=fp16_stand_ins)
+
+
+@pytest.mark.parametrize("march", ["", "-march=native"])
+@pytest.mark.parametrize("kind", ["fp16_sum", "fp16_acc"])
+def test_fp16_sums_native_equal_the_loop(tmp_path, kind, march) -> None:
+    """On an AVX512-FP16 CPU: the kernel built as most files are (fp16 arithmetic through float,
+    the loop's too) and for the CPU (one vfmadd231ph per step, or with -ffp-contract=off a
+    vmulph and a vaddph, as the loop; contracted, on small integers)."""
+    if not targets.real_host_runs(targets.TARGETS["x86-avx512-fp16"]):
+        pytest.skip("this host does not run x86-avx512-fp16: its kernel runs here through "
+                    "stand-ins (test_fp16_sums_kernel_through_stand_ins_equals_the_loop) and its "
+                    "k loop is checked (test_fp16_sums_k_loop)")
+    for blocking in (TINY, {}):
+        if not march:
+            build_and_run(tmp_path, kind, "x86-avx512-fp16", blocking)
+            continue
+        build_and_run(tmp_path, kind, "x86-avx512-fp16", blocking,
+                      cflags=(march, "-ffp-contract=off"))
+        build_and_run(tmp_path, "fp16_small", "x86-avx512-fp16", blocking, cflags=(march,))
+
+
+@pytest.mark.skipif(not OBJDUMP, reason="no llvm-objdump")
+@pytest.mark.parametrize("flags, insn", [(("-march=sapphirerapids",), "vfmadd231ph"),
+                                         ((), "vfmadd231ps")])
+def test_fp16_sums_k_loop(tmp_path, flags, insn) -> None:
+    """x86-avx512-fp16's k loop: in a file built for AVX512-FP16, 24 vfmadd231ph per k step (12
+    rows x 2 vectors of 32), one broadcast of A per row, nothing on the stack; in a file built
+    without it, the loop's own arithmetic through float: 48 vfmadd231ps per k step (each
+    accumulator converted to float and back, as C's excess precision has the loop do)."""
+    body = k_loop(tmp_path, "fp16_sum", "x86-avx512-fp16", insn, r"j\w+\s+(?:0x)?([0-9a-f]+)",
+                  flags=flags)
+    fmas = sum(1 for ln in body if ln.startswith(insn))
+    if insn == "vfmadd231ph":
+        assert fmas and fmas % 24 == 0, "\n".join(body)
+        assert sum(1 for ln in body if ln.startswith("vpbroadcastw")) * 2 == fmas, "\n".join(body)
+        assert not any("(%rsp)" in ln or "(%rbp)" in ln for ln in body), "\n".join(body)
+    else:
+        assert fmas and fmas % 48 == 0, "\n".join(body)
+        assert any(ln.startswith("vcvtps2ph") for ln in body), "\n".join(body)
 
 
 @pytest.mark.parametrize("kind", sorted(LOOPS))
@@ -551,6 +683,29 @@ def test_cross_kernel_equals_the_loop_under_qemu(tmp_path, name) -> None:
     assert out.startswith("fast=0 of"), out
 
 
+@pytest.mark.parametrize("kind", ["fp16_sum", "fp16_acc"])
+def test_neon_fp16_sums_equal_the_loop_under_qemu(tmp_path, kind) -> None:
+    """neon-fp16's 8x24 kernel (fmla .8h by element) in a file built for FEAT_FP16: every call
+    takes it and equals the loop bit for bit on sums that round at almost every step.  In a file
+    built without it the loop's fp16 arithmetic goes through float (rounding twice where the
+    kernel's fmla rounds once), so the run-time check sends every call to the original loops."""
+    target = targets.TARGETS["neon-fp16"]
+    if not shutil.which(target.emulator[0]):
+        pytest.skip(f"no {target.emulator[0]} (apt-get install qemu-user)")
+    if not (Path(target.emulator[target.emulator.index("-L") + 1]) / "include").is_dir():
+        pytest.skip("no AArch64 C library")
+    fp16 = ("--target=aarch64-linux-gnu", "-march=armv8.2-a+fp16")
+    for blocking in ({"mc": 16, "kc": 8, "nc": 48}, {}):
+        out = build_and_run(tmp_path, kind, "neon-fp16", blocking, cross=target.emulator,
+                            flags=(*fp16, "-ffp-contract=off"))
+        assert out.startswith("fast="), out
+        out = build_and_run(tmp_path, "fp16_small", "neon-fp16", blocking,
+                            cross=target.emulator, flags=fp16)
+        assert out.startswith("fast="), out
+    out = build_and_run(tmp_path, kind, "neon-fp16", {}, cross=target.emulator, fast=False)
+    assert out.startswith("fast=0 of"), out
+
+
 @pytest.mark.skipif(not OBJDUMP, reason="no llvm-objdump")
 @pytest.mark.parametrize("kind, name, insn, per_group", [
     ("int8", "neon-dotprod", "sdot", 24), ("bf16", "neon-bf16", "bfmmla", 16),
@@ -569,6 +724,20 @@ def test_arm_dot_k_loop(tmp_path, kind, name, insn, per_group) -> None:
 
 
 @pytest.mark.skipif(not OBJDUMP, reason="no llvm-objdump")
+def test_neon_fp16_k_loop(tmp_path) -> None:
+    """neon-fp16's k loop in a file built for FEAT_FP16 (elsewhere its run-time check is the
+    constant 0 and the compiler drops it): 24 fmla .8h by element per k step (8 rows x 3 vectors
+    of 8), nothing on the stack."""
+    body = k_loop(tmp_path, "fp16_sum", "neon-fp16", "fmla",
+                  r"b\.\w+\s+(?:0x)?([0-9a-f]+)|cbn?z\s+\w+, (?:0x)?([0-9a-f]+)",
+                  flags=("-march=armv8.2-a+fp16",))
+    steps = [ln for ln in body if ln.startswith("fmla")]
+    assert steps and len(steps) % 24 == 0, "\n".join(body)
+    assert all(re.search(r"\.8h, v\d+\.8h, v\d+\.h\[\d\]", ln) for ln in steps), "\n".join(body)
+    assert not any("[sp" in ln for ln in body), "\n".join(body)
+
+
+@pytest.mark.skipif(not OBJDUMP, reason="no llvm-objdump")
 @pytest.mark.parametrize("kind, sums", [("int8", 2), ("u8s8", 0)])
 def test_power10_int8_k_loop(tmp_path, kind, sums) -> None:
     """The MMA int8 kernels' k loops: 8 xvi8ger4pp per group of four k (2 A registers x 4 B
@@ -583,15 +752,16 @@ def test_power10_int8_k_loop(tmp_path, kind, sums) -> None:
         "\n".join(body)
 
 
-def k_loop(tmp: Path, kind: str, target: str, insn: str, branch: str) -> list[str]:
+def k_loop(tmp: Path, kind: str, target: str, insn: str, branch: str,
+           flags: tuple[str, ...] = ()) -> list[str]:
     """The instructions of the loop around the first `insn` of the kernel rewritten for `target`
-    (clang -O3, the target's flags): from the target of the first backward branch after it (whose
-    address `branch`, a regex, captures in a group) to that branch."""
+    (clang -O3, the target's flags, then `flags`): from the target of the first backward branch
+    after it (whose address `branch`, a regex, captures in a group) to that branch."""
     src = tmp / "loop.c"
     src.write_text(LOOPS[kind])
     result = rewrite_file(str(src), RewriteOptions(target=target, verify=False))
     (tmp / "out.c").write_text(result.text)
-    subprocess.run([CLANG, "-O3", *targets.TARGETS[target].compile_flags, "-c",
+    subprocess.run([CLANG, "-O3", *targets.TARGETS[target].compile_flags, *flags, "-c",
                     str(tmp / "out.c"), "-o", str(tmp / "out.o")], check=True)
     dump = subprocess.run([OBJDUMP, "-d", "--no-show-raw-insn", str(tmp / "out.o")],
                           capture_output=True, text=True, check=True).stdout
