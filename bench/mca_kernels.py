@@ -112,7 +112,8 @@ int main(void)
 """
 
 
-def compile_kernel(target: str, dtype: DType, workdir: str) -> tuple[str, object]:
+def compile_kernel(target: str, dtype: DType, workdir: str,
+                   flags: tuple[str, ...] = ()) -> tuple[str, object]:
     plan = make_plan(targets.TARGETS[target], dtype, caches=hostinfo.real_host().caches)
     src = os.path.join(workdir, f"{plan.kernel_name}.c")
     with open(src, "w") as f:
@@ -120,7 +121,7 @@ def compile_kernel(target: str, dtype: DType, workdir: str) -> tuple[str, object
         f.write(WRAPPER.format(attr=plan.attribute, T=plan.ctype, kernel=plan.kernel_name,
                                mr=plan.mr, nr=plan.nr))
     asm = src[:-2] + ".s"
-    subprocess.run([CC, "-O3", "-S", "-w", src, "-o", asm], check=True)
+    subprocess.run([CC, "-O3", "-S", "-w", *flags, src, "-o", asm], check=True)
     return asm, plan
 
 
@@ -188,6 +189,7 @@ ARM_KERNELS = (
     ("neon-i8mm", DType.I8I32, "smmla", 32), ("neon-i8mm", DType.U8I32, "ummla", 32),
     ("neon-i8mm", DType.U8S8I32, "usmmla", 32), ("neon-i8mm", DType.S8U8I32, "usmmla", 32),
     ("neon-bf16", DType.BF16F32, "bfmmla", 16), ("neon-fhm", DType.F16F32, "fmlal", 4),
+    ("neon-fp16", DType.F16, "fmla", 8),
 )
 ARM_CPUS = ("neoverse-v1", "neoverse-n2", "neoverse-v2")
 ARM_WRAPPER = """
@@ -245,6 +247,34 @@ def arm_table() -> None:
                       f"| {cycles:.2f} | {count * macs / cycles:.1f} |", flush=True)
 
 
+# fp16 sums (fp16 -> fp16): the kernel, the flags of a file it runs in, the llvm-mca cores.
+FP16_SUMS = (("x86-avx512-fp16", ("-march=sapphirerapids",), ("sapphirerapids",)),
+             ("x86-avx512", (), ("znver4", "sapphirerapids")),
+             ("x86-avx2", (), ("znver3", "haswell")))
+
+
+def fp16_table() -> None:
+    """The fp16-sum kernels' k loops: x86-avx512-fp16's in a file built for AVX512-FP16
+    (vfmadd231ph), x86-avx512's and x86-avx2's in one built for plain x86-64 (each step through
+    float: vcvtph2ps, vfmadd231ps, vcvtps2ph), under llvm-mca."""
+    print("\n| fp16 sums | k steps / trip | FMAs / k step | conversions / k step "
+          "| instructions / k step | llvm-mca core | cycles / k step | fp16 multiply-adds / cycle |")
+    print("|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="kf-mca-fp16-") as workdir:
+        for target, flags, cpus in FP16_SUMS:
+            asm, plan = compile_kernel(target, DType.F16, workdir, flags)
+            loop = k_loop(asm, "kf_mca_kernel")
+            fmas = sum("vfmadd" in x for x in loop)
+            converts = sum(re.match(r"\s+vcvt(ph2ps|ps2ph)", x) is not None for x in loop)
+            per_trip = fmas // (plan.mr * len(plan.vectors)) or 1   # one FMA per vector
+            for cpu in cpus:
+                per_step = mca(loop, cpu, workdir) / per_trip
+                print(f"| {plan.kernel_name} ({' '.join(flags) or 'x86-64'}) | {per_trip} "
+                      f"| {fmas // per_trip} | {converts // per_trip} | {len(loop) / per_trip:.1f} "
+                      f"| {cpu} | {per_step:.2f} | {plan.mr * plan.nr / per_step:.1f} |",
+                      flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cpus", default="", help="llvm-mca cores (default: per target)")
@@ -283,6 +313,7 @@ def main() -> int:
                     print(f"| {plan.kernel_name} | {per_trip} | {fmas // per_trip} "
                           f"| {len(loop) / per_trip:.1f} | {cpu} | {per_step:.2f} | {bound:.1f} "
                           f"| {100 * bound / per_step:.0f}% | {here} |", flush=True)
+    fp16_table()
     arm_table()
     return 0
 

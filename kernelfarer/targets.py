@@ -169,6 +169,10 @@ class KernelShape:
                                    # at most four rows or columns
     a_in_l1: bool = False        # blocked as hosts of Host.arrangement "a-in-l1" run it best
                                  # (plan.analytical_blocking); measured where set
+    decline: tuple[int, int, int] = ()  # fp16 sums: problems of fewer rows of C (but mr), a
+                                 # shorter k or fewer rows x k than these run the user's loops
+                                 # where the file is built with F16C (its loop then converts in
+                                 # vectors, and beats mostly empty tiles there: _fp16_sums)
     flushes: bool = False        # denormal inputs and results are zero (vdpbf16ps, tdpbf16ps):
                                  # a dispatcher runs it only on data where no product or sum can
                                  # be denormal (dispatch.c.j2), else the next path
@@ -265,8 +269,23 @@ def _avx2_thin(lanes: int) -> ThinShape:
                      decline_n=1, short_k=_SHORT_K[32 // lanes], lane_sum=_AVX2_LANE_SUM[lanes])
 
 
-# The portable kernel of fp16 sums (plan.seed_c), also what x86-avx512 and x86-avx2 run for them
-_GENERIC_F16 = KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True)
+# fp16 sums (fp16 x fp16 -> fp16), started from C (plan.seed_c): x86_avx512.c.j2 on vectors of
+# _Float16 in C (isa.cvec: no intrinsics), each step spelled as the loop's `c + a * b`, so that
+# it rounds as the file's compile rounds the original: in a file built for AVX512-FP16 one
+# vfmadd231ph per step (x86-avx512-fp16's 12x64: 24 zmm accumulators of 32 lanes), elsewhere
+# through float as _Float16's excess precision has it, on vectors of 16 (AVX-512: 12x32, each
+# accumulator a ymm of fp16, a zmm in float for the step) or 8 (AVX2: 6x16) lanes.
+# Against an ikj loop built -march=native (Zen 5; the spelling the compiler vectorizes best, along
+# C's rows), kernel speed / loop speed: 12x32 at m = 2 0.12x-0.63x, m = 4 0.88x, m = 8 and k = 16
+# 0.78x-0.85x, k = 4 (m = 32) 0.28x-0.88x, m = 5..16 x 256 x 256 1.08x-2.62x, m = 32 and k >= 16
+# 0.95x-2.59x, 1000^3 3.0x; 6x16 at m = 2 0.28x-0.87x, m = 7, 8 (a tile of 6 rows and one of 1
+# or 2) 0.79x-0.95x, m = 5, 9, 13 1.01x-1.02x, m = 6, 12 1.27x-1.38x, m = 32 1.03x-4.35x, 1000^3
+# 1.5x.  Hence `decline` (rows: below it, unless m is mr, the loop runs).  Built without F16C
+# the loop converts each element in a call, and the kernels win at every size.
+def _fp16_sums(mr: int, nr: int, lanes: int, decline: tuple[int, int, int]) -> KernelShape:
+    return KernelShape(mr=mr, nr=nr, lanes=lanes, template="kernels/x86_avx512.c.j2",
+                       isa=dict(cvec="1"), decline=decline)
+
 
 _AVX512_F32_ISA = dict(vec="__m512", load="_mm512_loadu_ps", store="_mm512_storeu_ps",
                        fmadd="_mm512_fmadd_ps", mul="_mm512_mul_ps", add="_mm512_add_ps",
@@ -286,8 +305,8 @@ _AVX512 = {
     **{dtype: KernelShape(mr=12, nr=32, lanes=16, widen=2, template="kernels/x86_avx512.c.j2",
                           isa=_AVX512_F32_ISA)
        for dtype in (DType.F16F32, DType.BF16F32)},
-    # fp16 sums on CPUs without AVX512-FP16: the portable kernel (as on x86-avx2)
-    DType.F16: _GENERIC_F16,
+    # fp16 sums where the file is not built for AVX512-FP16 (_fp16_sums)
+    DType.F16: _fp16_sums(12, 32, 16, (5, 8, 512)),
     DType.F64: KernelShape(
         mr=12, nr=16, lanes=8, template="kernels/x86_avx512.c.j2",
         isa=dict(vec="__m512d", load="_mm512_loadu_pd", store="_mm512_storeu_pd",
@@ -301,22 +320,7 @@ _AVX512 = {
     ),
 }
 
-# AVX512-FP16: fp16 x fp16 -> fp16 with vfmadd231ph (32 lanes), the float kernel's 12 x 2 vectors
-# of accumulators (12x64), started from C (plan.seed_c).  The step is spelled in C (fmadd "":
-# x86_avx512.c.j2's helper `z + x * y`), so it rounds as the file's compile rounds the original
-# loop: one vfmadd231ph where the file is built for AVX512-FP16 (and contracts), else in float
-# as _Float16's excess precision has it.  No masked fp16 load or store in the ISA: AVX512-BW's
-# 16-bit ones (the template's helpers where isa.maskload is "").
-_AVX512_FP16 = {
-    DType.F16: KernelShape(
-        mr=12, nr=64, lanes=32, template="kernels/x86_avx512.c.j2",
-        isa=dict(vec="__m512h", load="_mm512_loadu_ph", store="_mm512_storeu_ph",
-                 fmadd="", mul="_mm512_mul_ph", add="_mm512_add_ph",
-                 sub="_mm512_sub_ph", set1="_mm512_set1_ph", setzero="_mm512_setzero_ph",
-                 maskload="", maskstore="", mask="__mmask32"),
-        a_in_l1=True,
-    ),
-}
+_AVX512_FP16 = {DType.F16: _fp16_sums(12, 64, 32, (5, 8, 512))}
 
 # AVX-512 VNNI: int8 x int8 -> int32 with vpdpbusd (64 multiply-adds per instruction), k in
 # groups of four per 32-bit lane; 12 x 32 like the f32 kernel: 24 accumulators + 2 B + 1 broadcast.
@@ -394,8 +398,8 @@ _AVX2 = {
         mr=6, nr=16, lanes=8, template="kernels/x86_avx2.c.j2", isa=_AVX2_F32_ISA,
         direct=True, thin=_avx2_thin(8),
     ),
-    # bf16 and fp16 as on AVX-512: converted to float as they are packed (fp16 without F16C in the
-    # target's features: the compiler's conversion routine, once per packed element)
+    # bf16 and fp16 as on AVX-512: converted to float as they are packed (fp16 with F16C's
+    # vcvtph2ps, one of the target's features)
     **{dtype: KernelShape(mr=6, nr=16, lanes=8, widen=2, template="kernels/x86_avx2.c.j2",
                           isa=_AVX2_F32_ISA)
        for dtype in (DType.F16F32, DType.BF16F32)},
@@ -406,9 +410,8 @@ _AVX2 = {
        for dtype in DType.int8_types()},
     # int16 without vpdpwssd: the portable kernel, vectorized for AVX2
     DType.I16I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
-    # fp16 sums without AVX512-FP16: the portable kernel (each step through float, F16C's
-    # conversions, as the file's own compile does it: plan.seed_c)
-    DType.F16: _GENERIC_F16,
+    # fp16 sums (_fp16_sums): each step through float with F16C's conversions
+    DType.F16: _fp16_sums(6, 16, 8, (10, 4, 0)),
     DType.F64: KernelShape(
         mr=6, nr=8, lanes=4, template="kernels/x86_avx2.c.j2",
         isa=dict(vec="__m256d", load="_mm256_loadu_pd", store="_mm256_storeu_pd",
@@ -630,13 +633,13 @@ _GENERIC = {
        for dtype in (*DType.int8_types(), DType.BF16F32, DType.I16I32, DType.F16F32)},
     # fp16 sums: _Float16 arithmetic as C compiles it for the file (natively with AVX512-FP16 or
     # FEAT_FP16, else each step in float, rounded to fp16 as the step's assignment does)
-    DType.F16: _GENERIC_F16,
+    DType.F16: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
 }
 
 def _x86_target(name: str, description: str, features: tuple[str, ...],
                 cpuinfo: tuple[str, ...] | None, attribute: str,
                 kernels: Mapping[DType, KernelShape], priority: int, isa_macro: str,
-                headers: tuple[str, ...] = ()) -> "Target":
+                headers: tuple[str, ...] = (), file_macro: str = "") -> "Target":
     """An x86-64 target: `features` as __builtin_cpu_supports spells them (checked at run time),
     `cpuinfo` as /proc/cpuinfo does when it differs, `attribute` the kernels' target attribute,
     `isa_macro` the condition under which the whole file is compiled for it, `headers` any the
@@ -645,7 +648,7 @@ def _x86_target(name: str, description: str, features: tuple[str, ...],
                   cpuinfo_flags=cpuinfo or (), attribute=attribute,
                   headers=("immintrin.h", *headers),
                   kernels=kernels, priority=priority, arch="x86_64",
-                  cpu_check=_x86_check(*features), isa_macro=isa_macro)
+                  cpu_check=_x86_check(*features), isa_macro=isa_macro, file_macro=file_macro)
 
 
 def _arm_feature_target(name: str, description: str, feature: str, hwcap: str, bit: int,
@@ -686,7 +689,9 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
         _x86_target("x86-avx512-fp16", "x86-64 with AVX512-FP16: fp16 GEMMs summed in fp16 "
                     "with vfmadd231ph (other types: x86-avx512)", ("avx512f", "avx512fp16"),
                     ("avx512f", "avx512_fp16"), "avx512f,avx512fp16,avx512bw,avx512vl,avx2,fma",
-                    _AVX512_FP16, 31, "defined(__AVX512F__) && defined(__AVX512FP16__)"),
+                    _AVX512_FP16, 31, "defined(__AVX512F__) && defined(__AVX512FP16__)",
+                    # elsewhere the step goes through float, on x86-avx512's better shape for it
+                    file_macro="defined(__AVX512FP16__)"),
         _x86_target("x86-avxvnni", "x86-64 with AVX-VNNI (256-bit vpdpbusd, no AVX-512): int8 "
                     "GEMMs (other types: x86-avx2)", ("avx2", "avxvnni"), ("avx2", "avx_vnni"),
                     "avx2,fma,avxvnni", _AVX_VNNI, 21,

@@ -215,11 +215,12 @@ extern long kernelfarer_fast_path_calls;
 def build_and_run(tmp: Path, kind: str, target: str, blocking: dict, env: dict | None = None,
                   cross: tuple[str, ...] = (), fast: bool = True,
                   flags: tuple[str, ...] | None = None, cppflags: tuple[str, ...] = (),
-                  cflags: tuple[str, ...] = (), edit=None) -> str:
+                  cflags: tuple[str, ...] = (), edit=None, always_fast: bool = True) -> str:
     """Rewrite (with `cppflags`; `edit`, when given, changes the rewritten text), build (for the
     target's machine when `cross` names its emulator command: with the target's flags, or
     `flags`; `cflags` in any case) and run; `fast`: every call with m, n, k > 0 must have taken
-    the fast path."""
+    the fast path (`always_fast` False: built without KERNELFARER_ALWAYS_FAST, the drivers' own
+    rules may decline)."""
     src = tmp / "loop.c"
     src.write_text(LOOPS[kind])
     result = rewrite_file(str(src), RewriteOptions(target=target, blocking=blocking,
@@ -238,7 +239,8 @@ def build_and_run(tmp: Path, kind: str, target: str, blocking: dict, env: dict |
         flags = [*(flags or targets.TARGETS[target].compile_flags), "-fuse-ld=lld"]
     else:
         flags = []
-    subprocess.run([CLANG, "-O2", *flags, *cflags, *TRACE_FLAGS, f"-DFAST={int(fast)}", "-o", str(exe),
+    trace = TRACE_FLAGS if always_fast else ("-DKERNELFARER_TRACE",)
+    subprocess.run([CLANG, "-O2", *flags, *cflags, *trace, f"-DFAST={int(fast)}", "-o", str(exe),
                     str(tmp / "main.c"), str(tmp / "rewritten.c"), str(tmp / "reference.c")],
                    check=True)
     done = subprocess.run([*cross, str(exe)], capture_output=True, text=True, env=env,
@@ -309,58 +311,61 @@ def test_x86_auto_keeps_denormal_bf16_from_the_flushing_kernels(tmp_path, path) 
     assert out.startswith("fast="), out
 
 
-# The AVX512-FP16 kernel's intrinsics as plain C on __m512h (a vector of _Float16 to the
-# compiler, whose arithmetic any x86-64 CPU runs), so that its template (the C-spelled step, the
-# seeded tile, the lane masks of partial tiles) runs here and in CI.
-FP16_STAND_INS = r"""
-#include <immintrin.h>
-#include <string.h>
-static __inline__ __m512h kf_emu_loadu_ph(const void *p)
-{ __m512h v; memcpy(&v, p, sizeof v); return v; }
-static __inline__ void kf_emu_storeu_ph(void *p, __m512h v) { memcpy(p, &v, sizeof v); }
-static __inline__ __m512h kf_emu_set1_ph(_Float16 x)
-{ __m512h v; int i; for (i = 0; i < 32; i++) v[i] = x; return v; }
-static __inline__ __m512h kf_emu_setzero_ph(void) { return kf_emu_set1_ph(0); }
-static __inline__ __m512h kf_emu_maskz_loadu_epi16(unsigned k, const void *p)
-{ __m512h v = kf_emu_setzero_ph(); int i;
-  for (i = 0; i < 32; i++) if ((k >> i) & 1) memcpy((char *)&v + 2 * i, (const char *)p + 2 * i, 2);
-  return v; }
-static __inline__ void kf_emu_mask_storeu_epi16(void *p, unsigned k, __m512h v)
-{ int i; for (i = 0; i < 32; i++) if ((k >> i) & 1) memcpy((char *)p + 2 * i, (char *)&v + 2 * i, 2); }
-#define kf_emu_cast(v) (v)
-"""
-FP16_NAMES = {"_mm512_loadu_ph": "kf_emu_loadu_ph", "_mm512_storeu_ph": "kf_emu_storeu_ph",
-              "_mm512_set1_ph": "kf_emu_set1_ph", "_mm512_setzero_ph": "kf_emu_setzero_ph",
-              "_mm512_maskz_loadu_epi16": "kf_emu_maskz_loadu_epi16",
-              "_mm512_mask_storeu_epi16": "kf_emu_mask_storeu_epi16",
-              "_mm512_castsi512_ph": "kf_emu_cast", "_mm512_castph_si512": "kf_emu_cast",
-              '__builtin_cpu_supports("avx512fp16")': "1",
-              '__builtin_cpu_supports("avx512f")': "1"}
-
-
-def fp16_stand_ins(text: str) -> str:
-    """The x86-avx512-fp16 rewrite with every intrinsic replaced by FP16_STAND_INS, the kernels'
-    target attribute dropped and the CPU check passed (it must name everything it uses)."""
-    attribute = '__attribute__((target("%s")))' % targets.TARGETS["x86-avx512-fp16"].attribute
-    assert attribute in text
-    text = text.replace(attribute, "")
-    for name, stand_in in FP16_NAMES.items():
-        assert name in text, name
-        text = text.replace(name, stand_in)
-    assert not re.search(r"_mm512_\w+", text), re.search(r"_mm512_\w+", text)
-    return FP16_STAND_INS + text
+def without_avx512fp16(text: str) -> str:
+    """The x86-avx512-fp16 rewrite made to run on any x86-64 CPU: its kernels are C on vectors
+    of _Float16 (no intrinsics), so with their target attribute dropped, the CPU check passed
+    and the file's AVX512-FP16 condition true they compile for the file's own ISA and take every
+    call (the step then goes through float, as the loop's does in such a file)."""
+    target = targets.TARGETS["x86-avx512-fp16"]
+    edits = {'__attribute__((target("%s")))' % target.attribute: "",
+             target.cpu_check: "1", f"#if {target.file_macro}": "#if 1"}
+    for old, new in edits.items():
+        assert old in text, old
+        text = text.replace(old, new)
+    assert not re.search(r"_mm\d*_\w+", text), re.search(r"_mm\d*_\w+", text)
+    return text
 
 
 @pytest.mark.parametrize("blocks", ["default", "tiny"])
 @pytest.mark.parametrize("kind", ["fp16_sum", "fp16_acc"])
-def test_fp16_sums_kernel_through_stand_ins_equals_the_loop(tmp_path, kind, blocks) -> None:
-    """x86-avx512-fp16's 12x64 kernel (vfmadd231ph) with plain-C stand-ins for its intrinsics:
-    every call takes it and equals the loop bit for bit on sums that round at almost every step
-    (C starts each tile, k in order).  The native run: test_fp16_sums_native_equal_the_loop."""
-    if not targets.real_host_runs(targets.TARGETS["x86-avx2"]):
-        pytest.skip("this host does not run x86-64 code with AVX2 (the harness's fill)")
+def test_fp16_sums_kernel_of_avx512fp16_equals_the_loop_here(tmp_path, kind, blocks) -> None:
+    """x86-avx512-fp16's 12x64 kernel, built for this CPU (without_avx512fp16): every call takes
+    it and equals the loop bit for bit on sums that round at almost every step (C starts each
+    tile, k in order).  The native run: test_fp16_sums_native_equal_the_loop."""
     build_and_run(tmp_path, kind, "x86-avx512-fp16", TINY if blocks == "tiny" else {},
-                  edit=fp16_stand_ins)
+                  edit=without_avx512fp16)
+
+
+@pytest.mark.parametrize("blocks", ["default", "tiny"])
+@pytest.mark.parametrize("target", ["x86-avx512", "x86-avx2"])
+def test_fp16_sums_kernels_equal_the_loop(tmp_path, target, blocks) -> None:
+    """The 12x32 (AVX-512) and 6x16 (AVX2) fp16-sum kernels, forced, in a file built for this
+    CPU (-march=native: the step through float with F16C's conversions, contracted or not as
+    the loop's), and in one built as most are (x86-64: the same in the file's own conversions)."""
+    if not targets.real_host_runs(targets.TARGETS[target]):
+        pytest.skip(f"this host does not run {target}")
+    for cflags in ((), ("-march=native",)):
+        build_and_run(tmp_path, "fp16_sum", target, TINY if blocks == "tiny" else {},
+                      cflags=cflags)
+
+
+@pytest.mark.parametrize("target", ["x86-avx512", "x86-avx2"])
+def test_fp16_sums_decline_small_problems_where_the_loop_has_f16c(tmp_path, target) -> None:
+    """Built with F16C the user's loop converts in vectors, and beats mostly empty tiles: the
+    drivers send problems of few rows or a short k to it (KernelShape.decline), exactly those,
+    and the results still equal the loop's.  Built without F16C every call takes the kernel."""
+    if not targets.real_host_runs(targets.TARGETS[target]):
+        pytest.skip(f"this host does not run {target}")
+    shape = targets.TARGETS[target].kernel(targets.DType.F16)
+    rows, ks, area = shape.decline
+    calls = [(m, k) for m, n, k in SIZES if m and n and k]
+    taken = [(m, k) for m, k in calls
+             if not ((m < rows and m != shape.mr) or k < ks or m * k < area)]
+    assert 0 < len(taken) < len(calls)
+    for cflags, fast in ((("-march=x86-64-v3",), len(taken)), ((), len(calls))):
+        out = build_and_run(tmp_path, "fp16_sum", target, {}, cflags=cflags, fast=False,
+                            always_fast=False)
+        assert out.startswith(f"fast={fast} of {len(calls)}"), (cflags, out)
 
 
 @pytest.mark.parametrize("march", ["", "-march=native"])
@@ -370,9 +375,9 @@ def test_fp16_sums_native_equal_the_loop(tmp_path, kind, march) -> None:
     the loop's too) and for the CPU (one vfmadd231ph per step, or with -ffp-contract=off a
     vmulph and a vaddph, as the loop; contracted, on small integers)."""
     if not targets.real_host_runs(targets.TARGETS["x86-avx512-fp16"]):
-        pytest.skip("this host does not run x86-avx512-fp16: its kernel runs here through "
-                    "stand-ins (test_fp16_sums_kernel_through_stand_ins_equals_the_loop) and its "
-                    "k loop is checked (test_fp16_sums_k_loop)")
+        pytest.skip("this host does not run x86-avx512-fp16: its kernel runs here built for this "
+                    "CPU (test_fp16_sums_kernel_of_avx512fp16_equals_the_loop_here) and its k "
+                    "loop is checked (test_fp16_sums_k_loop)")
     for blocking in (TINY, {}):
         if not march:
             build_and_run(tmp_path, kind, "x86-avx512-fp16", blocking)
@@ -383,23 +388,24 @@ def test_fp16_sums_native_equal_the_loop(tmp_path, kind, march) -> None:
 
 
 @pytest.mark.skipif(not OBJDUMP, reason="no llvm-objdump")
-@pytest.mark.parametrize("flags, insn", [(("-march=sapphirerapids",), "vfmadd231ph"),
-                                         ((), "vfmadd231ps")])
-def test_fp16_sums_k_loop(tmp_path, flags, insn) -> None:
-    """x86-avx512-fp16's k loop: in a file built for AVX512-FP16, 24 vfmadd231ph per k step (12
-    rows x 2 vectors of 32), one broadcast of A per row, nothing on the stack; in a file built
-    without it, the loop's own arithmetic through float: 48 vfmadd231ps per k step (each
-    accumulator converted to float and back, as C's excess precision has the loop do)."""
-    body = k_loop(tmp_path, "fp16_sum", "x86-avx512-fp16", insn, r"j\w+\s+(?:0x)?([0-9a-f]+)",
+@pytest.mark.parametrize("target, flags, insn, per_step", [
+    ("x86-avx512-fp16", ("-march=sapphirerapids",), "vfmadd231ph", 24),
+    ("x86-avx512", (), "vfmadd231ps", 24), ("x86-avx2", (), "vfmadd231ps", 12)])
+def test_fp16_sums_k_loop(tmp_path, target, flags, insn, per_step) -> None:
+    """The fp16-sum kernels' k loops: in a file built for AVX512-FP16, x86-avx512-fp16's 24
+    vfmadd231ph per k step (12 rows x 2 vectors of 32), one broadcast of A per row, nothing on
+    the stack; in a file built as most are, the step through float as C's excess precision has
+    the loop do it: x86-avx512's 24 vfmadd231ps (12 rows x 2 vectors of 16) and x86-avx2's 12 (6
+    x 2 of 8), each accumulator converted to float and back (vcvtph2ps, vcvtps2ph)."""
+    body = k_loop(tmp_path, "fp16_sum", target, insn, r"j\w+\s+(?:0x)?([0-9a-f]+)",
                   flags=flags)
     fmas = sum(1 for ln in body if ln.startswith(insn))
+    assert fmas and fmas % per_step == 0, "\n".join(body)
     if insn == "vfmadd231ph":
-        assert fmas and fmas % 24 == 0, "\n".join(body)
         assert sum(1 for ln in body if ln.startswith("vpbroadcastw")) * 2 == fmas, "\n".join(body)
         assert not any("(%rsp)" in ln or "(%rbp)" in ln for ln in body), "\n".join(body)
     else:
-        assert fmas and fmas % 48 == 0, "\n".join(body)
-        assert any(ln.startswith("vcvtps2ph") for ln in body), "\n".join(body)
+        assert sum(1 for ln in body if ln.startswith("vcvtps2ph")) == fmas, "\n".join(body)
 
 
 @pytest.mark.parametrize("kind", sorted(LOOPS))
