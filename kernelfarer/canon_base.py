@@ -367,3 +367,16 @@ def is_one(node: c_ast.Node) -> bool:
         except ValueError:
             return False
     return False
+
+
+def computes_value(node: c_ast.Node | None) -> bool:
+    """Does the value (not the addresses it reads) involve arithmetic or a call?  `a[i * n + k]`
+    and `*(p + k)` only read; `a[i][k] * b[k][j]`, `-x` and `f(x)` compute."""
+    if isinstance(node, (c_ast.BinaryOp, c_ast.TernaryOp, c_ast.FuncCall)):
+        return True
+    if isinstance(node, c_ast.UnaryOp) and node.op in ("-", "+", "!", "~"):
+        return True
+    if isinstance(node, c_ast.Cast):
+        return computes_value(node.expr)
+    return False          # a constant, a variable, an element (subscripts are addresses)
+

@@ -14,7 +14,7 @@ from kernelfarer.ctype import Scalar, Scope
 from kernelfarer.canon_base import (
     Side, Canonical, Context, clone, items_of, compound, names_in, assigned_names, stored_arrays,
     read_arrays, replace_ids, is_var, side_effect_free, nest_loops, terms_of, sum_of, single,
-    is_zero, is_one, walk)
+    is_zero, is_one, walk, computes_value)
 
 _GEN = c_generator.CGenerator()
 
@@ -253,6 +253,12 @@ def _substitute(items: list[c_ast.Node], loop: c_ast.For, canon: Canonical, cont
         earlier = compound(items[:index])
         value_type = _expr_type(value, scope)
         reads, stores = read_arrays(value), stored_arrays(block)
+        if isinstance(var_type, Scalar) and var_type.kind == "float" and var_type.bits == 16 \
+                and computes_value(value):
+            # `_Float16 t = a * b;` rounds to 16 bits at the assignment (C computes the
+            # expression in float): substituted, the value would not be rounded there
+            index += 1
+            continue
         if isinstance(var_type, Scalar) and var_type.kind == "float" and _arithmetic(value) \
                 and any(isinstance(item, c_ast.For) for item in items[:index]):
             # after the k loop (an epilogue): `v = acc * s; c = v + b;` substituted would be

@@ -19,7 +19,7 @@ from pycparser import c_ast, c_generator
 from kernelfarer import ctype
 from kernelfarer.access import Access, flatten_access, row_stride_symbol
 from kernelfarer.affine import IndexConverter, NotAffine, Poly, symbol_text
-from kernelfarer.canon_base import names_in, walk
+from kernelfarer.canon_base import computes_value, names_in, walk
 from kernelfarer.canonical import Canonical
 from kernelfarer.ctype import DOUBLE, FLOAT, Scalar, Scope
 from kernelfarer.diagnostics import SourceLocation
@@ -113,6 +113,8 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         # kernels apply alpha and beta, rounds elsewhere
         raise NotGemm("an fp16 GEMM with a scale (only C = A * B and C += A * B are taken: "
                       "each of the loop's fp16 steps rounds)")
+    if dtype is DType.F16:
+        _check_fp16_steps(nest, canon, scope)
     _check_factors(nest, ev, iterators)
     if len(ev.products) != 1:
         raise NotGemm("the loop body sums different products")
@@ -545,6 +547,66 @@ def _memory_read_guards(statements, scope: Scope, facts: FunctionFacts, c_access
     names, members = memory_symbols(statements)
     return scalar_alias_guards(names, {symbol_text(m) for m in members if scope.is_bitfield(m)},
                                facts, scope, c_access, ranges, dtype)
+
+
+def _check_fp16_steps(nest: LoopNest, canon: Canonical, scope: Scope) -> None:
+    """fp16 sums: the kernels start each element's sum from C (or 0) and add the products in k
+    order, each step rounded as the loop's `c + a * b` (plan.seed_c).  The nest must round the
+    same chain: one step `x += a * b` (or `x = x + a * b`) per k, no fp16 value computed in a
+    statement of its own (`_Float16 t = a * b;` rounds the product to 11 bits, which the kernels'
+    step does not), C the first term (`acc = c[i][j];` or 0 before the k loop), not added after
+    the sum (`c[i][j] += acc;` rounds (0 + a*b + ...) + c), k in the loop's order."""
+    if canon.reordered:
+        raise NotGemm(f"{canon.reordered[0]}: an fp16 sum rounds at each step, in the loop's "
+                      "order")
+    steps = [stmt for stmt in nest.body if _rounds_fp16(stmt, scope)]   # copies do not round
+    if len(steps) != 1 or not _fp16_step(steps[0]):
+        odd = next((st for st in steps if not _fp16_step(st)), steps[-1] if steps else None)
+        raise NotGemm(f"'{_text(odd) if odd else 'the k loop'}': in an fp16 GEMM the k loop's "
+                      "one rounding is its step `c += a * b` (the kernels round nothing else)")
+    for stmt in (*nest.hoisted, *nest.pre, *nest.post):
+        if _rounds_fp16(stmt, scope):
+            raise NotGemm(f"'{_text(stmt)}' around the k loop: an fp16 sum rounds at each "
+                          "step, so C is taken as its first term only (`acc = c[i][j];` or 0 "
+                          "before the loop, `c[i][j] = acc;` after)")
+
+
+def _text(node: c_ast.Node) -> str:
+    return " ".join(_GEN.visit(node).split())
+
+
+def _rounds_fp16(stmt: c_ast.Node, scope: Scope) -> bool:
+    """Does the statement store a floating-point value (an element, or a float scalar) that it
+    computes (a copy rounds nothing)?"""
+    if isinstance(stmt, c_ast.Decl):
+        t = ctype.resolve(stmt.type, scope.typedefs)
+        return isinstance(t, Scalar) and t.kind == "float" and computes_value(stmt.init)
+    if isinstance(stmt, c_ast.Assignment):
+        if isinstance(stmt.lvalue, c_ast.ID):
+            t = scope.type_of(stmt.lvalue.name)
+            if not (isinstance(t, Scalar) and t.kind == "float"):
+                return False
+        return stmt.op != "=" or computes_value(stmt.rvalue)
+    return False
+
+
+def _fp16_step(stmt: c_ast.Node) -> bool:
+    """`x += p` or `x = x + p` / `x = p + x`, p a product of two values read as they are."""
+    if not isinstance(stmt, c_ast.Assignment):
+        return False
+    value = stmt.rvalue
+    if stmt.op == "=" and isinstance(value, c_ast.BinaryOp) and value.op == "+":
+        lhs = _GEN.visit(stmt.lvalue)
+        if _GEN.visit(value.left) == lhs:
+            value = value.right
+        elif _GEN.visit(value.right) == lhs:
+            value = value.left
+        else:
+            return False
+    elif stmt.op != "+=":
+        return False
+    return isinstance(value, c_ast.BinaryOp) and value.op == "*" and \
+        not computes_value(value.left) and not computes_value(value.right)
 
 
 def _check_factors(nest: LoopNest, ev: Evaluator, iterators: list[str]) -> None:

@@ -126,6 +126,33 @@ void gemm(int m, int n, int k, const half *a, int lda, const half *b, half *c, i
 }
 """
 LOOPS["fp16_small"] = LOOPS["fp16_sum"]
+# ... A's element held in a variable around the innermost loop (ikj), C read into the
+# accumulator first, the step spelled `acc = b * a + acc` (kij: C's rows innermost)
+LOOPS["fp16_hoist"] = """
+void gemm(int m, int n, int k, const _Float16 *a, int lda, const _Float16 *b, _Float16 *c,
+          int ldc)
+{
+    for (int i = 0; i < m; i++)
+        for (int p = 0; p < k; p++) {
+            _Float16 aip = a[i * lda + p];
+            for (int j = 0; j < n; j++)
+                c[i * ldc + j] = c[i * ldc + j] + aip * b[p * n + j];
+        }
+}
+"""
+LOOPS["fp16_seed"] = """
+void gemm(int m, int n, int k, const _Float16 *a, int lda, const _Float16 *b, _Float16 *c,
+          int ldc)
+{
+    for (int p = 0; p < k; p++)
+        for (int j = 0; j < n; j++)
+            for (int i = 0; i < m; i++) {
+                _Float16 acc = c[i * ldc + j];
+                acc = b[p * n + j] * a[i * lda + p] + acc;
+                c[i * ldc + j] = acc;
+            }
+}
+"""
 FP16_FILL = "(_Float16)((float)(rand() % 2001 - 1000) / 128.0f)"
 
 # int16: up to 4000 in magnitude, so that no sum of k <= 130 products overflows int32 (the loop's
@@ -146,6 +173,8 @@ TYPES = {"int8": ("int8_t", "int32_t", INT8_FILL),
          "fp16": ("_Float16", "float", "(_Float16)(rand() % 9 - 4)"),
          "fp16_sum": ("_Float16", "_Float16", FP16_FILL),
          "fp16_acc": ("_Float16", "_Float16", FP16_FILL),
+         "fp16_hoist": ("_Float16", "_Float16", FP16_FILL),
+         "fp16_seed": ("_Float16", "_Float16", FP16_FILL),
          # small integers: every sum exact, whether a step is fused or not
          "fp16_small": ("_Float16", "_Float16", "(_Float16)(rand() % 7 - 3)"),
          "bf16_tiny": ("__bf16", "float", "small_bf16(rand() % 9 - 4, 0x1p-66f)")}
@@ -309,6 +338,50 @@ def test_x86_auto_keeps_denormal_bf16_from_the_flushing_kernels(tmp_path, path) 
     out = build_and_run(tmp_path, "bf16_tiny", "x86-auto", {"mc": 96, "kc": 64, "nc": 64},
                         env=env)
     assert out.startswith("fast="), out
+
+
+# Spellings of fp16 sums whose chain of roundings is not the kernels' (start from C or 0, one
+# rounding per k step, in k order): each refused, with why.
+FP16_NOT_TAKEN = {
+    "_Float16 t = a[i * lda + p] * b[p * n + j]; c[i * ldc + j] += t;":
+        "'_Float16 t = a[(i * lda) + p] * b[(p * n) + j]'",
+    "c[i * ldc + j] += (_Float16)(a[i * lda + p] * b[p * n + j]);": "round nothing else",
+    "c[i * ldc + j] += a[i * lda + p] * b[p * n + j] * (_Float16)2;": "fp16",
+    "c[i * ldc + j] -= a[i * lda + p] * b[p * n + j];": "scale",
+}
+FP16_NOT_TAKEN_NESTS = {
+    # the sum then C: (0 + a*b + ...) + c
+    """for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            _Float16 acc = 0;
+            for (int p = 0; p < k; p++)
+                acc += a[i * lda + p] * b[p * n + j];
+            c[i * ldc + j] += acc;
+        }""": "around the k loop",
+    # k counting down: the chain in the other order
+    """for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            for (int p = k - 1; p >= 0; p--)
+                c[i * ldc + j] += a[i * lda + p] * b[p * n + j];""": "counts down",
+}
+
+
+@pytest.mark.parametrize("nest", [*(f"""for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            for (int p = 0; p < k; p++) {{ {body} }}""" for body in FP16_NOT_TAKEN),
+                                  *FP16_NOT_TAKEN_NESTS])
+def test_fp16_sums_rounded_otherwise_are_not_taken(tmp_path, nest) -> None:
+    """A product rounded to fp16 on its own (a temporary, a cast), a scale, C added after the
+    sum, k backwards: the loop's roundings are not the kernels', so the nest stays as written."""
+    reason = {**{f"{{ {b} }}": r for b, r in FP16_NOT_TAKEN.items()},
+              **FP16_NOT_TAKEN_NESTS}
+    src = tmp_path / "loop.c"
+    src.write_text("void gemm(int m, int n, int k, const _Float16 *a, int lda, "
+                   "const _Float16 *b, _Float16 *c, int ldc)\n{\n    " + nest + "\n}\n")
+    result = rewrite_file(str(src), RewriteOptions(target="generic"))
+    assert not any(r.replaced for r in result.remarks), [r.message() for r in result.remarks]
+    why = next(r for key, r in reason.items() if nest.endswith(key) or nest == key)
+    assert why in result.remarks[0].message(), result.remarks[0].message()
 
 
 def without_avx512fp16(text: str) -> str:
