@@ -76,6 +76,7 @@ bench: deps bench-deps
 	$(PY) bench/int8.py --a uint8
 	$(PY) bench/bf16.py
 	$(PY) bench/bf16.py --half fp16
+	$(PY) bench/fp16_sums.py
 	$(PY) bench/threads.py
 	$(PY) bench/cc_overhead.py
 

@@ -444,16 +444,20 @@ def test_fp16_sums_decline_small_problems_where_the_loop_has_f16c(tmp_path, targ
 @pytest.mark.parametrize("march", ["", "-march=native"])
 @pytest.mark.parametrize("kind", ["fp16_sum", "fp16_acc"])
 def test_fp16_sums_native_equal_the_loop(tmp_path, kind, march) -> None:
-    """On an AVX512-FP16 CPU: the kernel built as most files are (fp16 arithmetic through float,
-    the loop's too) and for the CPU (one vfmadd231ph per step, or with -ffp-contract=off a
-    vmulph and a vaddph, as the loop; contracted, on small integers)."""
+    """On an AVX512-FP16 CPU: x86-auto in a file built as most are (fp16 arithmetic through
+    float, the loop's too: x86-avx512's kernel, as x86-avx512-fp16's runs only in files built
+    for AVX512-FP16), and x86-avx512-fp16's kernel in a file built for the CPU (one vfmadd231ph
+    per step, or with -ffp-contract=off a vmulph and a vaddph, as the loop; contracted, on small
+    integers)."""
     if not targets.real_host_runs(targets.TARGETS["x86-avx512-fp16"]):
         pytest.skip("this host does not run x86-avx512-fp16: its kernel runs here built for this "
                     "CPU (test_fp16_sums_kernel_of_avx512fp16_equals_the_loop_here) and its k "
                     "loop is checked (test_fp16_sums_k_loop)")
     for blocking in (TINY, {}):
         if not march:
-            build_and_run(tmp_path, kind, "x86-avx512-fp16", blocking)
+            build_and_run(tmp_path, kind, "x86-auto", blocking)
+            out = build_and_run(tmp_path, kind, "x86-avx512-fp16", blocking, fast=False)
+            assert out.startswith("fast=0 of"), out
             continue
         build_and_run(tmp_path, kind, "x86-avx512-fp16", blocking,
                       cflags=(march, "-ffp-contract=off"))
