@@ -81,7 +81,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     dtype = DType.for_result(e.kind, e.bits, e.signed, e.spelling)
     if dtype is None:
         raise NotGemm(f"result '{c_access.array}' holds {e.spelling} (float, double, int and "
-                      "long GEMMs are supported)")
+                      "long GEMMs are supported, and _Float16 ones)")
 
     try:
         c_coeffs, _ = c_access.index.split(iterators)

@@ -67,10 +67,10 @@ class DType(enum.Enum):
     @property
     def label(self) -> str:
         """A short name: the type of C, or the operands' types and C's (uint8 x int8->int)."""
-        if self.operands == self.ctype:
-            return self.ctype
         short = {"signed char": "int8", "unsigned char": "uint8", "short": "int16",
                  "__bf16": "bf16", "_Float16": "fp16"}
+        if self.operands == self.ctype:
+            return short.get(self.ctype, self.ctype)
         a, b = short[self.a_ctype], short[self.b_ctype]
         return f"{a if a == b else f'{a} x {b}'}->{self.ctype}"
 
