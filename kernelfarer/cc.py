@@ -748,11 +748,9 @@ class Job:
         return done.returncode if done.returncode >= 0 else 128 - done.returncode
 
 
-def default_build_target(flags: list[str] | tuple[str, ...] = ()) -> str:
-    """The target a build uses unless told otherwise.  A cross compile (`--target=<triple>` for
-    another machine) gets that machine's best registry target; a native build a dispatching target
-    when one covers this host's ISA (a binary built here must also run, and run fast, on other
-    machines of the same ISA), else the best target for the host."""
+def cross_build_target(flags: list[str] | tuple[str, ...] = ()) -> str | None:
+    """For a cross compile (`--target=<triple>` or `-target <triple>` for another machine than
+    this one), that machine's best registry target (generic when it has none); else None."""
     from kernelfarer import targets
     triple = None
     for i, flag in enumerate(flags):
@@ -760,12 +758,25 @@ def default_build_target(flags: list[str] | tuple[str, ...] = ()) -> str:
             triple = flag.split("=", 1)[1]
         elif flag == "-target" and i + 1 < len(flags):
             triple = flags[i + 1]
-    if triple:
-        from kernelfarer.hostinfo import canonical_arch, host_arch
-        arch = canonical_arch(triple.split("-", 1)[0])
-        if arch != host_arch():
-            same = [t for t in targets.TARGETS.values() if t.arch == arch and not t.dispatch]
-            return targets.best_of(same).name if same else targets.GENERIC
+    if not triple:
+        return None
+    from kernelfarer.hostinfo import canonical_arch, host_arch
+    arch = canonical_arch(triple.split("-", 1)[0])
+    if arch == host_arch():
+        return None
+    same = [t for t in targets.TARGETS.values() if t.arch == arch and not t.dispatch]
+    return targets.best_of(same).name if same else targets.GENERIC
+
+
+def default_build_target(flags: list[str] | tuple[str, ...] = ()) -> str:
+    """The target a build uses unless told otherwise.  A cross compile (`--target=<triple>` for
+    another machine) gets that machine's best registry target; a native build a dispatching target
+    when one covers this host's ISA (a binary built here must also run, and run fast, on other
+    machines of the same ISA), else the best target for the host."""
+    from kernelfarer import targets
+    cross = cross_build_target(flags)
+    if cross:
+        return cross
     for target in targets.TARGETS.values():
         if target.dispatch and targets.host_can_run(target):
             return target.name

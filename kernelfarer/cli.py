@@ -154,8 +154,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _tune(args)
         if args.command == "prepare":
             return _prepare(args)
+        target = args.target
+        if target == "auto":       # `-- --target=aarch64-linux-gnu`: auto is that machine's best
+            from kernelfarer.cc import cross_build_target
+            target = cross_build_target(cppflags) or target
         options = RewriteOptions(
-            target=args.target, cppflags=cppflags,
+            target=target, cppflags=cppflags,
             blocking={k: getattr(args, k) for k in ("mc", "kc", "nc") if getattr(args, k)},
             verify=getattr(args, "verify", False),
             backend=getattr(args, "backend", "kernelfarer"), threads=args.threads)

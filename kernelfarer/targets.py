@@ -817,9 +817,12 @@ def best_for_host(host_flags: frozenset[str] | None = None,
 
 def best_of(candidates, dtype: DType | None = None) -> Target:
     """The candidate with a kernel for `dtype` (None: a float one, the general-purpose targets'
-    mark) and the highest priority: the int8- or bf16-only targets win only their own types."""
+    mark) and the highest priority: the int8- or bf16-only targets win only their own types.  A
+    target whose kernels run only in files built for it (file_macro) comes after the others: how
+    the file will be built is not known here, and elsewhere it would run the original loops (an
+    fp16 sum on an AVX512-FP16 host takes x86-avx512's kernel, exact in every build)."""
     wanted = dtype or DType.F32
-    return max(candidates, key=lambda t: (wanted in t.kernels, t.priority))
+    return max(candidates, key=lambda t: (wanted in t.kernels, not t.file_macro, t.priority))
 
 
 def host_can_run(target: Target, host_flags: frozenset[str] | None = None,

@@ -144,6 +144,18 @@ def test_preprocessor_flags_after_double_dash(tmp_path):
     assert entry["replaced"] and entry["sizes"] == "M=8 N=16 K=4"
 
 
+@pytest.mark.parametrize("triple, kernel", [("aarch64-linux-gnu", "neon"),
+                                             ("powerpc64le-linux-gnu", "power10_mma")])
+def test_auto_target_follows_a_cross_triple_in_the_flags(gemm_file, tmp_path, triple, kernel):
+    """`-- --target=<triple>` for another machine: --target auto is that machine's best target
+    (as kernelfarer-cc's default is), not this host's, whose intrinsics would not compile there
+    (an internal error before)."""
+    out = tmp_path / "out.c"
+    done = run_cli("rewrite", gemm_file, "-o", out, "--remarks", "--", f"--target={triple}")
+    assert done.returncode == 0, done.stderr
+    assert f"_{kernel}_" in done.stderr and out.exists(), done.stderr
+
+
 # -- outputs --------------------------------------------------------------------------------------
 
 def test_input_is_never_modified_without_in_place(gemm_file, tmp_path):
