@@ -30,10 +30,10 @@ follows kernelfarer/timing.py.  Results: a Markdown table (stdout), CSV and a PN
 from __future__ import annotations
 
 import array
-import struct
 import os
 import resource
 import shutil
+import struct
 import subprocess
 import tempfile
 from dataclasses import dataclass, field, replace

@@ -111,7 +111,8 @@ class Evaluator:
         if isinstance(node, c_ast.Cast):
             target = ctype.resolve(node.to_type, self.scope.typedefs)
             if not (isinstance(target, Scalar) and self.dtype
-                    and self.dtype.is_result(target.kind, target.bits, target.signed, target.spelling)):
+                    and self.dtype.is_result(target.kind, target.bits, target.signed,
+                                             target.spelling)):
                 raise NotGemm(f"conversion to '{_GEN.visit(node.to_type)}' in the loop body")
             return self.value(node.expr, state)
         if isinstance(node, c_ast.BinaryOp):
@@ -346,9 +347,11 @@ class Evaluator:
     def _check_scalar_type(self, name: str, t: Scalar) -> None:
         if t.volatile:
             raise NotGemm(f"'{name}' is volatile (or _Atomic)")
-        if self.dtype is not None and not (self.dtype.is_result(t.kind, t.bits, t.signed, t.spelling)
-                                           or self.dtype.is_operand(t.kind, t.bits, t.signed, t.spelling)
-                                           or t.spelling == "signed char" and self.dtype is DType.I32):
+        types = (t.kind, t.bits, t.signed, t.spelling)
+        if self.dtype is not None and not (self.dtype.is_result(*types)
+                                           or self.dtype.is_operand(*types)
+                                           or t.spelling == "signed char"
+                                           and self.dtype is DType.I32):
             raise NotGemm(f"accumulator '{name}' is {t.spelling}, C holds {self.dtype.ctype} "
                           "(mixed precision)")
 

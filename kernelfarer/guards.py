@@ -149,7 +149,8 @@ def scalar_alias_guards(names: set[str], bitfields: set[str], facts: FunctionFac
                 continue            # a local variable: no store through a pointer reaches it
             t = scope.type_of(name)
             # Only a scalar of C's own element type can be changed by a store to C.
-            if name == root and (not isinstance(t, Scalar) or not dtype.is_result(t.kind, t.bits, spelling=t.spelling)):
+            if name == root and (not isinstance(t, Scalar)
+                                 or not dtype.is_result(t.kind, t.bits, spelling=t.spelling)):
                 continue
         if name in bitfields:
             raise NotGemm(f"bit-field '{name}' is read once by the rewrite, and a store to "

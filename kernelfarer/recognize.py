@@ -24,7 +24,7 @@ from kernelfarer.canonical import Canonical
 from kernelfarer.ctype import DOUBLE, FLOAT, Scalar, Scope
 from kernelfarer.diagnostics import SourceLocation
 from kernelfarer.epilogue import epilogue_form, fusion_form, plain_statements
-from kernelfarer.evaluate import ZERO, Evaluator, Lin, lin_add
+from kernelfarer.evaluate import ZERO, Evaluator, Lin, _one_line, lin_add
 from kernelfarer.epilogue import PURE_FUNCTIONS
 from kernelfarer.fission import around_form, around_guards, side_statement
 from kernelfarer.guards import (FunctionFacts, alias_guards, bound_guards, memory_symbols,
@@ -127,7 +127,8 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         dtype = ev.narrow_dtype
     for name in ev.scalars_written - ev.locals_ | (ev.scalars_written & ev.locals_):
         t = scope.type_of(name)
-        if isinstance(t, Scalar) and not dtype.is_result(t.kind, t.bits, t.signed, t.spelling) \
+        if isinstance(t, Scalar) and not dtype.is_result(t.kind, t.bits, t.signed,
+                                                         t.spelling) \
                 and not dtype.is_operand(t.kind, t.bits, t.signed, t.spelling):
             raise NotGemm(f"'{name}' is {t.spelling}, the result is {dtype.ctype}")
 
@@ -375,7 +376,8 @@ def _evaluate(nest: LoopNest, ev: Evaluator) -> Lin:
             raise NotGemm(f"'{slot}' is accumulated before it is set")
         summed_slot = slot
         t = ev.scope.type_of(slot) if slot != "<C>" else None
-        if isinstance(t, Scalar) and not ev.dtype.is_result(t.kind, t.bits, t.signed, t.spelling):
+        if isinstance(t, Scalar) and not ev.dtype.is_result(t.kind, t.bits, t.signed,
+                                                            t.spelling):
             raise NotGemm(f"the sum is accumulated in '{slot}' ({t.spelling}), narrower than "
                           f"the result ({ev.dtype.ctype})")
         after[slot] = lin_add(entry[slot], {"s": delta["ab"]})
@@ -562,17 +564,14 @@ def _check_fp16_steps(nest: LoopNest, canon: Canonical, scope: Scope) -> None:
     steps = [stmt for stmt in nest.body if _rounds_fp16(stmt, scope)]   # copies do not round
     if len(steps) != 1 or not _fp16_step(steps[0]):
         odd = next((st for st in steps if not _fp16_step(st)), steps[-1] if steps else None)
-        raise NotGemm(f"'{_text(odd) if odd else 'the k loop'}': in an fp16 GEMM the k loop's "
-                      "one rounding is its step `c += a * b` (the kernels round nothing else)")
+        quoted = _one_line(odd, 100) if odd else "the k loop"
+        raise NotGemm(f"'{quoted}': in an fp16 GEMM the k loop's one rounding is its step "
+                      "`c += a * b` (the kernels round nothing else)")
     for stmt in (*nest.hoisted, *nest.pre, *nest.post):
         if _rounds_fp16(stmt, scope):
-            raise NotGemm(f"'{_text(stmt)}' around the k loop: an fp16 sum rounds at each "
+            raise NotGemm(f"'{_one_line(stmt, 100)}' around the k loop: an fp16 sum rounds at each "
                           "step, so C is taken as its first term only (`acc = c[i][j];` or 0 "
                           "before the loop, `c[i][j] = acc;` after)")
-
-
-def _text(node: c_ast.Node) -> str:
-    return " ".join(_GEN.visit(node).split())
 
 
 def _rounds_fp16(stmt: c_ast.Node, scope: Scope) -> bool:

@@ -138,6 +138,18 @@ TILE_PROGRAM_TEMPLATES = frozenset({
 
 
 @dataclass(frozen=True)
+class Decline:
+    """Problems a kernel leaves to the user's loop where that loop is the faster (the file built
+    with `when`, a C preprocessor condition): fewer rows of C than `rows` (unless exactly mr), k
+    below `k`, or rows x k below `area` (0: no such bound)."""
+
+    rows: int
+    k: int
+    area: int = 0
+    when: str = "1"
+
+
+@dataclass(frozen=True)
 class KernelShape:
     """One micro-kernel of a target for one element type."""
 
@@ -169,10 +181,9 @@ class KernelShape:
                                    # at most four rows or columns
     a_in_l1: bool = False        # blocked as hosts of Host.arrangement "a-in-l1" run it best
                                  # (plan.analytical_blocking); measured where set
-    decline: tuple[int, int, int] = ()  # fp16 sums: problems of fewer rows of C (but mr), a
-                                 # shorter k or fewer rows x k than these run the user's loops
-                                 # where the file is built with F16C (its loop then converts in
-                                 # vectors, and beats mostly empty tiles there: _fp16_sums)
+    decline: Decline | None = None  # problems the driver leaves to the user's loop (fp16 sums
+                                 # where the file has F16C: its loop then converts in vectors and
+                                 # beats mostly empty tiles: _fp16_sums)
     flushes: bool = False        # denormal inputs and results are zero (vdpbf16ps, tdpbf16ps):
                                  # a dispatcher runs it only on data where no product or sum can
                                  # be denormal (dispatch.c.j2), else the next path
@@ -282,9 +293,10 @@ def _avx2_thin(lanes: int) -> ThinShape:
 # or 2) 0.79x-0.95x, m = 5, 9, 13 1.01x-1.02x, m = 6, 12 1.27x-1.38x, m = 32 1.03x-4.35x, 1000^3
 # 1.5x.  Hence `decline` (rows: below it, unless m is mr, the loop runs).  Built without F16C
 # the loop converts each element in a call, and the kernels win at every size.
-def _fp16_sums(mr: int, nr: int, lanes: int, decline: tuple[int, int, int]) -> KernelShape:
+def _fp16_sums(mr: int, nr: int, lanes: int, rows: int, k: int, area: int = 0) -> KernelShape:
     return KernelShape(mr=mr, nr=nr, lanes=lanes, template="kernels/x86_avx512.c.j2",
-                       isa=dict(cvec="1"), decline=decline)
+                       isa=dict(cvec="1"),
+                       decline=Decline(rows, k, area, when="defined(__F16C__)"))
 
 
 _AVX512_F32_ISA = dict(vec="__m512", load="_mm512_loadu_ps", store="_mm512_storeu_ps",
@@ -306,7 +318,7 @@ _AVX512 = {
                           isa=_AVX512_F32_ISA)
        for dtype in (DType.F16F32, DType.BF16F32)},
     # fp16 sums where the file is not built for AVX512-FP16 (_fp16_sums)
-    DType.F16: _fp16_sums(12, 32, 16, (5, 8, 512)),
+    DType.F16: _fp16_sums(12, 32, 16, rows=5, k=8, area=512),
     DType.F64: KernelShape(
         mr=12, nr=16, lanes=8, template="kernels/x86_avx512.c.j2",
         isa=dict(vec="__m512d", load="_mm512_loadu_pd", store="_mm512_storeu_pd",
@@ -320,7 +332,7 @@ _AVX512 = {
     ),
 }
 
-_AVX512_FP16 = {DType.F16: _fp16_sums(12, 64, 32, (5, 8, 512))}
+_AVX512_FP16 = {DType.F16: _fp16_sums(12, 64, 32, rows=5, k=8, area=512)}
 
 # AVX-512 VNNI: int8 x int8 -> int32 with vpdpbusd (64 multiply-adds per instruction), k in
 # groups of four per 32-bit lane; 12 x 32 like the f32 kernel: 24 accumulators + 2 B + 1 broadcast.
@@ -411,7 +423,7 @@ _AVX2 = {
     # int16 without vpdpwssd: the portable kernel, vectorized for AVX2
     DType.I16I32: KernelShape(mr=4, nr=8, template="kernels/generic.c.j2", direct=True),
     # fp16 sums (_fp16_sums): each step through float with F16C's conversions
-    DType.F16: _fp16_sums(6, 16, 8, (10, 4, 0)),
+    DType.F16: _fp16_sums(6, 16, 8, rows=10, k=4),
     DType.F64: KernelShape(
         mr=6, nr=8, lanes=4, template="kernels/x86_avx2.c.j2",
         isa=dict(vec="__m256d", load="_mm256_loadu_pd", store="_mm256_storeu_pd",
