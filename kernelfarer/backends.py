@@ -40,6 +40,7 @@ class Site:
     indent: str                         # indentation of the nest's first line
     node: c_ast.For                     # the nest's AST (of the preprocessed file)
     hook: str | None = None             # the name of the nest's fused epilogue (emit.render_hook)
+    narrow: str | None = None           # ... of its C's float copy's wrapper (emit.render_narrow)
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,8 @@ class KernelfarerBackend(Backend):
     name = "kernelfarer"
 
     def call(self, site: Site) -> Call:
-        return Call(emit.render_call(site.spec, site.plan, site.original, site.indent, site.hook),
-                    site.plan)
+        return Call(emit.render_call(site.spec, site.plan, site.original, site.indent, site.hook,
+                                     site.narrow), site.plan)
 
 
 # -- CBLAS -------------------------------------------------------------------------------------------
@@ -107,6 +108,8 @@ def blas_call(spec: GemmSpec) -> "BlasCall | str":
     function = _BLAS_FUNCTIONS.get(spec.dtype.name)
     if function is None or spec.dtype.in_ctype != spec.dtype.ctype:
         return f"CBLAS has no {spec.dtype.in_ctype} GEMM"
+    if spec.c_store:
+        return f"C holds {spec.c_store} (CBLAS has no {spec.dtype.ctype} GEMM into it)"
     guards = list(spec.guards)
     m, n, k = SIZE_NAMES
     guards.append(Guard(f"{m} <= {CBLAS_INT_MAX} && {n} <= {CBLAS_INT_MAX} && "
@@ -190,7 +193,8 @@ class TiledBackend(Backend):
 
     def call(self, site: Site) -> Call:
         plan = tiled_plan(site.plan)
-        return Call(emit.render_call(site.spec, plan, site.original, site.indent, site.hook), plan,
+        return Call(emit.render_call(site.spec, plan, site.original, site.indent, site.hook,
+                                     site.narrow), plan,
                     details=(("backend", "tiled (no packing)"), ("kernel", plan.kernel_name)))
 
     def support(self, plans: list, uses: str | None = None) -> str:

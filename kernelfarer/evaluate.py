@@ -70,6 +70,8 @@ class Evaluator:
     narrow: set = field(default_factory=set)                 # int8 operands of an int32 GEMM,
                                                              # bf16 ones of a float GEMM
     narrow_dtype: DType | None = None                        # ... the GEMM's type then
+    c_store: str = ""                                        # C's 16-bit float type where the
+                                                             # sums are float (spec.c_store)
     unsigned: set = field(default_factory=set)               # the uint8 ones among them
     plain_char: set = field(default_factory=set)             # ... and those of plain `char`
 
@@ -119,16 +121,18 @@ class Evaluator:
             if node.op == "-" and isinstance(node.left, c_ast.Constant) and \
                     node.left.type in ("float", "double") and _float_value(node.left) == 0.0:
                 raise NotGemm(f"{node.left.value} - x is +0 where -x is -0: not a scale of -1")
+            if self.dtype is not DType.F16 and node.op in ("+", "-", "*") \
+                    and self._in_half(node):
+                # C computes on two __bf16 (or _Float16), or one and an integer, in that type: the
+                # result is rounded to 8 (11) bits (and overflows at 16-bit range), which kernels
+                # summing exact products in float do not do
+                what = "product" if node.op == "*" else "sum" if node.op == "+" else "difference"
+                raise NotGemm(f"the {what} '{_one_line(node)}' of 16-bit floats is rounded to 16 "
+                              "bits in C (convert the operands to float to sum exact products)")
             if node.op in ("+", "-"):
                 return lin_add(self.value(node.left, state), self.value(node.right, state),
                                 1 if node.op == "+" else -1)
             if node.op == "*":
-                if self.dtype is not DType.F16 and self._is_half(node.left) \
-                        and self._is_half(node.right):
-                    # C multiplies two __bf16 (or _Float16) in that type: the product is rounded
-                    # to 8 (11) bits, which a kernel summing exact products would not do
-                    raise NotGemm("the product of two 16-bit floats is rounded to 16 bits in C "
-                                  "(convert the operands to float to sum exact products)")
                 return self._multiply(self.value(node.left, state), self.value(node.right, state))
             raise NotGemm(f"operator '{node.op}' in the loop body (not a (x, +) computation)")
         if isinstance(node, c_ast.FuncCall):
@@ -145,21 +149,37 @@ class Evaluator:
             raise NotGemm("conditional expression in the loop body")
         raise NotGemm(f"unsupported expression '{_one_line(node)}' in the loop body")
 
-    def _is_half(self, node: c_ast.Node) -> bool:
-        """Is the expression a 16-bit float (a __bf16 or _Float16 element or variable, negated or
-        not), i.e. not converted to float?"""
-        while isinstance(node, c_ast.UnaryOp) and node.op in ("-", "+"):
-            node = node.expr
-        if isinstance(node, c_ast.ArrayRef):
+    def _in_half(self, node: c_ast.BinaryOp) -> bool:
+        """Does C compute the arithmetic `node` in a 16-bit float type: its operands' common type
+        (the usual arithmetic conversions) is __bf16 or _Float16, i.e. both are 16-bit floats,
+        or one is and the other an integer?"""
+        widths = (self._float_bits(node.left), self._float_bits(node.right))
+        return None not in widths and max(widths) == 16
+
+    def _float_bits(self, node: c_ast.Node) -> int | None:
+        """The width of the floating type of an expression (16, 32, 64, 80 for long double), 0
+        for an integer type, None where it is not known here."""
+        if isinstance(node, c_ast.Constant):
+            floating = {"float": 32, "double": 64, "long double": 80}
+            return floating.get(node.type, 0 if node.type == "char" or "int" in node.type
+                                else None)
+        if isinstance(node, c_ast.UnaryOp) and node.op in ("-", "+"):
+            return self._float_bits(node.expr)
+        if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-", "*", "/"):
+            widths = (self._float_bits(node.left), self._float_bits(node.right))
+            return None if None in widths else max(widths)
+        if isinstance(node, c_ast.Cast):
+            t = ctype.resolve(node.to_type, self.scope.typedefs)
+        elif isinstance(node, c_ast.ArrayRef):
             try:
                 t = flatten_access(node, self.scope, self.conv, self.aliases).elem
             except (NotGemm, NotAffine):
-                return False
-        elif isinstance(node, c_ast.ID):
-            t = self.scope.type_of(node.name)
+                return None
         else:
-            return False
-        return isinstance(t, Scalar) and t.kind == "float" and t.bits == 16
+            t = self.scope.type_of_expr(node)
+        if not isinstance(t, Scalar):
+            return None
+        return t.bits if t.kind == "float" else 0
 
     def _constant(self, node: c_ast.Constant) -> Lin:
         if node.type == "long double":
@@ -348,6 +368,10 @@ class Evaluator:
         if t.volatile:
             raise NotGemm(f"'{name}' is volatile (or _Atomic)")
         types = (t.kind, t.bits, t.signed, t.spelling)
+        if self.c_store and t.kind == "float" and t.bits == 16 \
+                and not self.dtype.is_operand(*types):
+            raise NotGemm(f"'{name}' is {t.spelling}: the float sum would be rounded to 16 bits "
+                          f"before its store to C ({self.c_store})")
         if self.dtype is not None and not (self.dtype.is_result(*types)
                                            or self.dtype.is_operand(*types)
                                            or t.spelling == "signed char"
@@ -358,7 +382,8 @@ class Evaluator:
 
 # <math.h>'s fused multiply-adds, by the sums they fit (kind and size of C's type): fmaf rounds
 # to float, fma to double (on floats it would round the sum to double first: not a float GEMM).
-_FUSED_MULTIPLY_ADD = {"fmaf": ("float", 4), "fma": ("float", 8)}
+_FUSED_MULTIPLY_ADD = {"fmaf": ("float", 4), "fma": ("float", 8),
+                       "__builtin_fmaf": ("float", 4), "__builtin_fma": ("float", 8)}
 
 
 def _plain_char(t: Scalar) -> bool:

@@ -69,7 +69,8 @@ def disjoint(x_name: str, x_base: str, x_elems: str, y_name: str, y_base: str, y
                  f"{y_size or size} * ({y_elems}))", f"{x_name} does not overlap {y_name}")
 
 
-def alias_guards(c: Access, operands: list[Access], ranges: dict, dtype: DType) -> list[Guard]:
+def alias_guards(c: Access, operands: list[Access], ranges: dict, c_type: str) -> list[Guard]:
+    """A and B (`operands`) do not overlap C, whose elements are `c_type`."""
     guards = []
     c_op, ldc, _, m, n = ranges["C"]
     for role, acc in zip("AB", operands):
@@ -80,7 +81,7 @@ def alias_guards(c: Access, operands: list[Access], ranges: dict, dtype: DType) 
         op, rs, cs, rows, cols = ranges[role]
         guards.append(disjoint(c.array, c_op.base, extent(ldc, Poly.const(1), m, n),
                                acc.array, op.base, extent(rs, cs, rows, cols),
-                               f"(kf_index)sizeof({dtype.ctype})",
+                               f"(kf_index)sizeof({c_type})",
                                f"(kf_index)sizeof({acc.elem.spelling})"))
     return guards
 
@@ -131,12 +132,14 @@ def wrap_guards(conv: IndexConverter, loops: dict, scope: Scope) -> list[Guard]:
 
 
 def scalar_alias_guards(names: set[str], bitfields: set[str], facts: FunctionFacts,
-                        scope: Scope, c: Access, ranges: dict, dtype: DType) -> list[Guard]:
+                        scope: Scope, c: Access, ranges: dict, dtype: DType,
+                        c_store: str = "") -> list[Guard]:
     """alpha, beta, the loop bounds and the strides (`names`: their symbols, affine.symbol_text;
     `bitfields`: the bit-field members among the nest's symbols) are read once by the rewrite but
     at every step by the original: a store to C must not be able to change them.  Values behind a
     pointer always can; of variables (and their members), globals, statics and address-taken
-    ones, and of whole variables only those of C's element type."""
+    ones, and of whole variables only those of C's element type (`c_store` where C is narrower
+    than the sums, a 16-bit float)."""
     guards = []
     c_op, ldc, _, m, n = ranges["C"]
     for name in sorted(names):
@@ -149,13 +152,15 @@ def scalar_alias_guards(names: set[str], bitfields: set[str], facts: FunctionFac
                 continue            # a local variable: no store through a pointer reaches it
             t = scope.type_of(name)
             # Only a scalar of C's own element type can be changed by a store to C.
-            if name == root and (not isinstance(t, Scalar)
-                                 or not dtype.is_result(t.kind, t.bits, spelling=t.spelling)):
+            same = isinstance(t, Scalar) and (
+                t.spelling == c_store if c_store
+                else dtype.is_result(t.kind, t.bits, spelling=t.spelling))
+            if name == root and not same:
                 continue
         if name in bitfields:
             raise NotGemm(f"bit-field '{name}' is read once by the rewrite, and a store to "
                           f"'{c.array}' could change it (a bit-field's address cannot be checked)")
-        size = f"(kf_index)sizeof({dtype.ctype})"
+        size = f"(kf_index)sizeof({c_store or dtype.ctype})"
         guards.append(Guard(
             f"kf_disjoint({c_op.base}, {size} * ({extent(ldc, Poly.const(1), m, n)}), "
             f"&({name}), (kf_index)sizeof({name}))",

@@ -78,7 +78,12 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
             ev.alias(stmt)
     c_access = _find_store(nest, scope, conv, ev.aliases)
     e = c_access.elem
-    dtype = DType.for_result(e.kind, e.bits, e.signed, e.spelling)
+    c_store = ""           # C's element type where it is narrower than the sums
+    if _sums_in_float(nest, scope, e):
+        nest = _narrow_c_nest(nest, scope, conv, ev.aliases, c_access)
+        c_store, dtype = e.spelling, DType.F32
+    else:
+        dtype = DType.for_result(e.kind, e.bits, e.signed, e.spelling)
     if dtype is None:
         raise NotGemm(f"result '{c_access.array}' holds {e.spelling} (float, double, int and "
                       "long GEMMs are supported, and _Float16 ones)")
@@ -94,13 +99,13 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     if not nest.perfect and k_var != iterators[2]:
         raise NotGemm("statements around the innermost loop, which is not the reduction loop")
 
-    ev.dtype, ev.c_access = dtype, c_access
+    ev.dtype, ev.c_access, ev.c_store = dtype, c_access, c_store
     epi = None
     try:
         final = _evaluate(nest, ev)
         alpha, beta, init = _gemm_form(final, nest)
     except NotGemm as linear_failure:
-        if nest.perfect or functions is None or dtype is DType.F16:
+        if nest.perfect or functions is None or dtype is DType.F16 or c_store:
             raise
         # the epilogue's `acc += b[j]` and `if (acc < 0) acc = 0;` as plain assignments
         nest = replace(nest, post=plain_statements(nest.post))
@@ -181,7 +186,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
 
     a_op, rsa, csa = operand(a_acc, m_var, k_var, False)
     b_op, rsb, csb = operand(b_acc, k_var, n_var, False)
-    c_op, ldc, _ = operand(c_access, m_var, n_var, True)
+    c_op, ldc, _ = operand(c_access, m_var, n_var, True, element=c_store)
     ranges = {
         "A": (a_op, rsa, csa, sizes[m_var], sizes[k_var]),
         "B": (b_op, rsb, csb, sizes[k_var], sizes[n_var]),
@@ -201,13 +206,15 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     if ld is None or not width.isdigit() or int(width) > ld:
         guards.append(Guard(f"({sizes[m_var]} <= 1 || {ldc.to_c()} >= {sizes[n_var]})",
                             f"rows of {c_access.array} do not overlap"))
-    guards += alias_guards(c_access, [a_acc, b_acc], ranges, dtype)
+    c_type = c_store or dtype.ctype
+    guards += alias_guards(c_access, [a_acc, b_acc], ranges, c_type)
     hoisted = ev.scalar_params | ev.conv.params
     for lp in nest.loops:
         hoisted |= (lp.lower.symbols() | lp.upper.symbols()) - set(iterators)
     bitfields = {symbol_text(node) for node in walk(outer)
                  if isinstance(node, c_ast.StructRef) and scope.is_bitfield(node)}
-    guards += scalar_alias_guards(hoisted, bitfields, facts, scope, c_access, ranges, dtype)
+    guards += scalar_alias_guards(hoisted, bitfields, facts, scope, c_access, ranges, dtype,
+                                  c_store)
     guards += wrap_guards(conv, loops, scope)
     setup = []
     for acc, (rows_var, size) in row_tables([a_acc, b_acc, c_access], iterators, sizes):
@@ -220,10 +227,10 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         setup.append(f"kf_index {symbol} = 0;")
         guards.insert(3, Guard(
             f"({symbol} = kf_row_stride({table}, {size}, "
-            f"(kf_index)sizeof({dtype.ctype if acc is c_access else dtype.in_ctype})), 1)",
+            f"(kf_index)sizeof({c_type if acc is c_access else dtype.in_ctype})), 1)",
             f"the row spacing of {acc.array}"))
         guards.append(Guard(f"kf_rows_uniform({table}, {size}, {symbol}, "
-                            f"(kf_index)sizeof({dtype.ctype if acc is c_access else dtype.in_ctype}))",
+                            f"(kf_index)sizeof({c_type if acc is c_access else dtype.in_ctype}))",
                             f"the rows of {acc.array} are evenly spaced"))
     if epi is not None:
         for read in epi.reads:
@@ -235,7 +242,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
             if set(acc.index.split(iterators)[0]) - {m_var, n_var}:
                 raise NotGemm(f"the epilogue reads '{acc.array}' along the k loop")
             guards += alias_guards(c_access, [acc], {"A": ranges["epilogue"], "C": ranges["C"]},
-                                    dtype)
+                                    c_type)
             for stride, what in ((rs, "row"), (cs, "column")):
                 if stride.const_value() is None:
                     guards.append(not_negative(stride.to_c(),
@@ -281,6 +288,9 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
             tile_refusal = str(exc)
 
     around = around_form(nest, functions=functions or PURE_FUNCTIONS)
+    if c_store and (around is not None or canon.side):
+        raise NotGemm(f"'{c_access.array}' holds {c_store}, summed in float, and the nest holds "
+                      "other code (run apart, it would see C through a float copy)")
     if canon.reordered and (around is not None or canon.side):
         raise NotGemm(f"{canon.reordered[0]}: the code around the GEMM, run apart, would run "
                       "in another order")
@@ -316,6 +326,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         fusion=fusion, fusion_refusal=fusion_refusal, tile_steps=tile_steps,
         tile_refusal=tile_refusal,
         load_c=canon.load_c_when or "", canonical=tuple(canon.steps), side=side,
+        c_store=c_store,
         description=_describe(c_access, a_acc, b_acc, init, _scalar_c(alpha, dtype)) + (
             " then an element-wise epilogue" if epi is not None else "") + (
             " (nested in other code, run apart)" if around is not None else ""),
@@ -339,6 +350,58 @@ def _find_store(nest: LoopNest, scope: Scope, conv: IndexConverter, aliases: dic
             raise NotGemm(f"the nest stores to more than one element ('{first.array}', "
                           f"'{other.array}')")
     return first
+
+
+def _sums_in_float(nest: LoopNest, scope: Scope, elem: Scalar) -> bool:
+    """Does the nest sum C's 16-bit floats (_Float16, __bf16) in a float: is a float (32-bit)
+    scalar summed into in the k loop?  (fp16 sums accumulate in C or a _Float16.)"""
+    if not (elem.kind == "float" and elem.bits == 16):
+        return False
+    declared = {stmt.name: stmt.type for stmt in (*nest.hoisted, *nest.pre)
+                if isinstance(stmt, c_ast.Decl)}
+    for stmt in nest.body:
+        if isinstance(stmt, c_ast.Assignment) and isinstance(stmt.lvalue, c_ast.ID):
+            name = stmt.lvalue.name
+            t = ctype.resolve(declared[name], scope.typedefs) if name in declared \
+                else scope.type_of(name)
+            if isinstance(t, Scalar) and t.kind == "float" and t.bits == 32:
+                return True
+    return False
+
+
+def _narrow_c_nest(nest: LoopNest, scope: Scope, conv: IndexConverter, aliases: dict,
+                   c_access: Access) -> LoopNest:
+    """C holds 16-bit floats summed in a float: the kernels sum in float into a float copy of C,
+    which is rounded into C once, as the nest's one store after the k loop rounds its sum.  So
+    C must be stored to once, after the k loop (a store in it rounds each partial sum), and not
+    read after that store.  The nest with that store's conversion to C's type (`(_Float16)acc`)
+    left to the store, which is where it happens anyway."""
+    elem = c_access.elem
+
+    c_names = {c_access.array} | {name for name, address in aliases.items()
+                                  if c_access.array in names_in(address)}
+
+    def stores(stmt: c_ast.Node) -> bool:
+        return isinstance(stmt, c_ast.Assignment) and not isinstance(stmt.lvalue, c_ast.ID)
+
+    early = next((st for st in (*nest.hoisted, *nest.pre, *nest.body) if stores(st)), None)
+    if early is not None:
+        raise NotGemm(f"'{_one_line(early, 100)}': '{c_access.array}' holds {elem.spelling} and "
+                      "is stored to before its float sum is complete (each store rounds to 16 "
+                      "bits)")
+    at = [i for i, st in enumerate(nest.post) if stores(st)]
+    if len(at) != 1 or any(names_in(st) & c_names for st in nest.post[at[0] + 1:]):
+        raise NotGemm(f"'{c_access.array}' holds {elem.spelling}: its float sum must be stored "
+                      "once, after the k loop, and not read back")
+    store = nest.post[at[0]]
+    value = store.rvalue
+    if store.op == "=" and isinstance(value, c_ast.Cast):
+        t = ctype.resolve(value.to_type, scope.typedefs)
+        if isinstance(t, Scalar) and (t.kind, t.bits, t.spelling) == \
+                (elem.kind, elem.bits, elem.spelling):
+            store = c_ast.Assignment(store.op, store.lvalue, value.expr, store.coord)
+    post = (*nest.post[:at[0]], store, *nest.post[at[0] + 1:])
+    return replace(nest, post=post)
 
 
 def _evaluate(nest: LoopNest, ev: Evaluator) -> Lin:

@@ -178,10 +178,14 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
         if not options.fuse_epilogues and spec.fusion is not None:
             spec = replace(spec, fusion=None, fusion_refusal="turned off (fuse_epilogues)")
         hook = names.fresh("kf_epilogue", set(hooks)) if spec.fusion is not None else None
-        call = backend.call(backends.Site(spec, plan, original, indent, cand.node, hook))
+        narrow = names.fresh("kf_narrow_c", set(hooks)) if spec.c_store else None
+        call = backend.call(backends.Site(spec, plan, original, indent, cand.node, hook, narrow))
         edits.append(_Edit(span.start, span.end, names.bind(call.text)))
         if hook is not None and call.plan is not None and hook in call.text:
             hooks[hook] = _Edit(func_start, func_start, names.bind(emit.render_hook(spec, hook)))
+        if narrow is not None and call.plan is not None and narrow in call.text:
+            hooks[narrow] = _Edit(func_start, func_start,
+                                  names.bind(emit.render_narrow(spec, call.plan, narrow)))
         if call.plan is not None:
             used.setdefault(call.plan.driver_name, call.plan)
         if call.note:
@@ -195,6 +199,10 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
                                      "after the GEMM)") if hook in hooks else
                         ("epilogue", "a pass over C after the GEMM" + (
                             f" (not fused: {spec.fusion_refusal})" if spec.fusion_refusal else "")),)
+        if spec.c_store:
+            details += (("result", f"C holds {spec.c_store}: the GEMM sums in float into a copy "
+                                   f"of C ({spec.dtype.ctype}, allocated per call), rounded into C "
+                                   "once per element as the nest's store rounds its sum"),)
         if cand.pragmas:
             details += (("pragmas", "the nest's #pragma lines (e.g. OpenMP) stay on the original "
                                     "loops, which run when a check fails"),)
@@ -212,7 +220,8 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
     text = source.text
     units = None
     if edits:
-        uses = None if options.every_helper else "\n".join(e.text for e in edits)
+        uses = None if options.every_helper else "\n".join(
+            e.text for e in (*edits, *hooks.values()))
         if options.split and backend.name == "kernelfarer":
             support = emit.render_entry_declarations(list(used.values()), uses)
             # A unit is compiled on its own: of the user's macros only the command line's reach it
@@ -309,8 +318,9 @@ def _tile_rule(plan) -> str:
 def _details(spec: GemmSpec, plan: KernelPlan) -> tuple[tuple[str, object], ...]:
     layouts = " ".join(op.access for op in (spec.c, spec.a, spec.b))
     return (
-        ("dtype", spec.dtype.ctype if spec.dtype.operands == spec.dtype.ctype
-         else f"{spec.dtype.operands}->{spec.dtype.ctype}"),
+        ("dtype", (spec.dtype.ctype if spec.dtype.operands == spec.dtype.ctype
+                   else f"{spec.dtype.operands}->{spec.dtype.ctype}")
+         + (f"->{spec.c_store}" if spec.c_store else "")),
         ("sizes", spec.shape),
         ("layouts", layouts),
         ("kernel", plan.kernel_name),

@@ -87,3 +87,6 @@ class GemmSpec:
     load_c: str = ""                # C condition under which C's old value is read (empty: the
                                     # init says; reference BLAS reads C only when beta != 0)
     canonical: tuple[str, ...] = () # what canonicalization did to the nest (for remarks)
+    c_store: str = ""               # C's element type where it is narrower than the sums (a
+                                    # 16-bit float summed in float): the GEMM runs on a float
+                                    # copy of C, rounded into C once (emit.render_narrow)

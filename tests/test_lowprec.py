@@ -13,11 +13,14 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import CLANG, TRACE_FLAGS
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from cwall import TRUNC_BF16  # noqa: E402  (C text the benchmarks' harnesses share too)
 from kernelfarer import targets
 from kernelfarer.rewrite import RewriteOptions, rewrite_file
 
@@ -155,6 +158,50 @@ void gemm(int m, int n, int k, const _Float16 *a, int lda, const _Float16 *b, _F
 """
 FP16_FILL = "(_Float16)((float)(rand() % 2001 - 1000) / 128.0f)"
 
+# C of 16-bit floats summed in float and stored once (spec.c_store): the kernels sum into a float
+# copy of C, rounded into C as the loop's store rounds.  Operands are multiples of 1/8 up to 4:
+# every float sum exact (k <= 130), so the kernels' order of summation does not show, while the
+# one rounding to 11 (8) bits at the store does.  C seeded from its old value, or scaled.
+LOOPS["fp16_out"] = """
+void gemm(int m, int n, int k, const _Float16 *a, int lda, const _Float16 *b, _Float16 *c,
+          int ldc)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            float acc = 0.0f;
+            for (int p = 0; p < k; p++)
+                acc += (float)a[i * lda + p] * (float)b[p * n + j];
+            c[i * ldc + j] = (_Float16)acc;
+        }
+}
+"""
+LOOPS["bf16_out"] = """
+void gemm(int m, int n, int k, const __bf16 *a, int lda, const __bf16 *b, __bf16 *c, int ldc)
+{
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            float acc = c[i * ldc + j];
+            for (int p = 0; p < k; p++)
+                acc += (float)b[p * n + j] * (float)a[i * lda + p];
+            c[i * ldc + j] = acc;
+        }
+}
+"""
+LOOPS["f32_out"] = """
+typedef _Float16 half;
+void gemm(int m, int n, int k, const float *a, int lda, const float *b, half *c, int ldc)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            float acc = 0;
+            for (int p = 0; p < k; p++)
+                acc += a[i * lda + p] * b[p * n + j];
+            c[i * ldc + j] += 0.5f * acc;
+        }
+}
+"""
+EIGHTHS = "(rand() % 65 - 32) / 8.0f"
+
 # int16: up to 4000 in magnitude, so that no sum of k <= 130 products overflows int32 (the loop's
 # overflow is undefined; the kernels wrap)
 INT8_FILL = "(int8_t)(rand() % 256 - 128)"
@@ -177,10 +224,14 @@ TYPES = {"int8": ("int8_t", "int32_t", INT8_FILL),
          "fp16_seed": ("_Float16", "_Float16", FP16_FILL),
          # small integers: every sum exact, whether a step is fused or not
          "fp16_small": ("_Float16", "_Float16", "(_Float16)(rand() % 7 - 3)"),
+         "fp16_out": ("_Float16", "_Float16", f"(_Float16)({EIGHTHS})"),
+         "bf16_out": ("__bf16", "__bf16", "small_bf16(rand() % 65 - 32, 0.125f)"),
+         "f32_out": ("float", "_Float16", EIGHTHS),
          "bf16_tiny": ("__bf16", "float", "small_bf16(rand() % 9 - 4, 0x1p-66f)")}
 
 # bf16 operands: a small integer's float bits, cut to 16 (exact); no float -> bf16 conversion,
-# which needs a runtime function Debian's libgcc lacks
+# which needs a runtime function Debian's libgcc lacks (a C of bf16 is converted to: the harness
+# defines that function then, TRUNC_BF16, for the loop and the rewrite alike)
 SMALL_BF16 = r"""
 static __bf16 small_bf16(int v, float scale)   /* exact: a small integer's float bits */
 {
@@ -241,6 +292,18 @@ extern long kernelfarer_fast_path_calls;
 """
 
 
+def write_harness(tmp: Path, kind: str) -> None:
+    """main.c, which runs gemm against reference on SIZES, and reference.c, the loop unchanged."""
+    (tmp / "reference.c").write_text(LOOPS[kind].replace("void gemm(", "void reference("))
+    a, c, fill = TYPES[kind][:3]
+    b, fill_b = TYPES[kind][3:] or (a, fill)      # B's type when it is not A's
+    sizes = ", ".join(f"{{{m}, {n}, {k}}}" for m, n, k in SIZES)
+    helper = (SMALL_BF16 if kind.startswith("bf16") else "") + \
+        (TRUNC_BF16 if c == "__bf16" else "")
+    (tmp / "main.c").write_text(HARNESS.format(A=a, B=b, C=c, fill=fill, fill_b=fill_b,
+                                               sizes=sizes, helper=helper))
+
+
 def build_and_run(tmp: Path, kind: str, target: str, blocking: dict, env: dict | None = None,
                   cross: tuple[str, ...] = (), fast: bool = True,
                   flags: tuple[str, ...] | None = None, cppflags: tuple[str, ...] = (),
@@ -256,13 +319,7 @@ def build_and_run(tmp: Path, kind: str, target: str, blocking: dict, env: dict |
                                                    cppflags=cppflags))
     assert any(r.replaced for r in result.remarks), [r.message() for r in result.remarks]
     (tmp / "rewritten.c").write_text(edit(result.text) if edit else result.text)
-    (tmp / "reference.c").write_text(LOOPS[kind].replace("void gemm(", "void reference("))
-    a, c, fill = TYPES[kind][:3]
-    b, fill_b = TYPES[kind][3:] or (a, fill)      # B's type when it is not A's
-    sizes = ", ".join(f"{{{m}, {n}, {k}}}" for m, n, k in SIZES)
-    (tmp / "main.c").write_text(HARNESS.format(A=a, B=b, C=c, fill=fill, fill_b=fill_b,
-                                               sizes=sizes,
-                                               helper=SMALL_BF16 if kind.startswith("bf16") else ""))
+    write_harness(tmp, kind)
     exe = tmp / "run"
     if cross:
         flags = [*(flags or targets.TARGETS[target].compile_flags), "-fuse-ld=lld"]
@@ -382,6 +439,89 @@ def test_fp16_sums_rounded_otherwise_are_not_taken(tmp_path, nest) -> None:
     assert not any(r.replaced for r in result.remarks), [r.message() for r in result.remarks]
     why = next(r for key, r in reason.items() if nest.endswith(key) or nest == key)
     assert why in result.remarks[0].message(), result.remarks[0].message()
+
+
+# C of fp16 whose float sum is rounded elsewhere than at one store after the k loop, or added to
+# C's old value in 16 bits: (statements after the k loop, or in it, reason).  The sum is
+# `float acc` started at 0; `hs` a global _Float16.
+HALF_RESULT_NOT_TAKEN = {
+    "store in the k loop": ("", "c[i * ldc + j] = acc;", "is stored to before its float sum"),
+    "two stores": ("c[i * ldc + j] = acc; c[i * ldc + j] = c[i * ldc + j] * 0.5f;", "",
+                   "stored once"),
+    "read back": ("c[i * ldc + j] = acc; g = c[i * ldc + j];", "", "not read back"),
+    "C + C in fp16": ("c[i * ldc + j] = c[i * ldc + j] + c[i * ldc + j] + acc;", "",
+                      "rounded to 16 bits"),
+    "C * 2 in fp16": ("c[i * ldc + j] = c[i * ldc + j] * 2 + acc;", "", "rounded to 16 bits"),
+    "fp16 scale": ("c[i * ldc + j] = hs * c[i * ldc + j] + acc;", "", "rounded to 16 bits"),
+    "sum rounded first": ("c[i * ldc + j] = (_Float16)acc + c[i * ldc + j];", "",
+                          "rounded to 16 bits"),
+    "sum rounded in a temporary": ("_Float16 t = acc; c[i * ldc + j] = t + c[i * ldc + j];", "",
+                                   "'t' is _Float16"),
+    "rounded sum added": ("c[i * ldc + j] += (_Float16)acc;", "", "conversion to '_Float16'"),
+}
+HALF_RESULT_TAKEN = ("c[i * ldc + j] = (_Float16)acc;", "c[i * ldc + j] += acc;",
+                     "c[i * ldc + j] = 2.0f * c[i * ldc + j] + acc;",
+                     "c[i * ldc + j] = (float)hs * c[i * ldc + j] + acc;")
+
+
+def half_result_nest(tmp: Path, in_k: str, after: str) -> Path:
+    src = tmp / "loop.c"
+    src.write_text(f"""_Float16 hs;
+float g;
+void gemm(int m, int n, int k, const _Float16 *a, int lda, const _Float16 *b, _Float16 *c,
+          int ldc)
+{{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {{
+            float acc = 0;
+            for (int p = 0; p < k; p++) {{
+                acc += (float)a[i * lda + p] * (float)b[p * n + j];
+                {in_k}
+            }}
+            {after}
+        }}
+}}
+""")
+    return src
+
+
+@pytest.mark.parametrize("case", sorted(HALF_RESULT_NOT_TAKEN))
+def test_half_results_rounded_otherwise_are_not_taken(tmp_path, case) -> None:
+    """The kernels round C's float sum once, after it is complete: a nest that stores a partial
+    sum, reads its rounded store back or computes on fp16 values in 16 bits (the sum, C's old
+    value, a scale) stays as written, with why."""
+    after, in_k, why = HALF_RESULT_NOT_TAKEN[case]
+    result = rewrite_file(str(half_result_nest(tmp_path, in_k, after)),
+                          RewriteOptions(target="generic"))
+    assert not result.remarks[0].replaced and why in result.remarks[0].message(), \
+        result.remarks[0].message()
+
+
+@pytest.mark.parametrize("after", HALF_RESULT_TAKEN)
+def test_half_results_rounded_once_are_taken(tmp_path, after) -> None:
+    result = rewrite_file(str(half_result_nest(tmp_path, "", after)),
+                          RewriteOptions(target="generic"))
+    assert result.remarks[0].replaced, result.remarks[0].message()
+    assert "C holds _Float16" in dict(result.remarks[0].details)["result"]
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+@pytest.mark.parametrize("kind", ["fp16_out", "bf16_out"])
+def test_half_results_through_the_compiler_wrapper(tmp_path, kind, opt) -> None:
+    """kernelfarer-cc compiles the support code apart (a unit of its own): the wrapper of C's
+    float copy stays in the user's unit, its conversions compiled with the user's flags, and
+    calls the driver there; at -O0 the drivers decline and the loop runs."""
+    kfcc = Path(sys.executable).parent / "kernelfarer-cc"
+    (tmp_path / "loop.c").write_text(LOOPS[kind])
+    write_harness(tmp_path, kind)
+    subprocess.run([str(kfcc), opt, "-DKERNELFARER_TRACE", "-c", "loop.c", "-o", "loop.o"],
+                   cwd=tmp_path, check=True)
+    subprocess.run([CLANG, "-O2", "-DKERNELFARER_TRACE", f"-DFAST={int(opt != '-O0')}", "-o",
+                    "run", "main.c", "reference.c", "loop.o"], cwd=tmp_path, check=True)
+    done = subprocess.run([str(tmp_path / "run")], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (done.stdout.startswith("fast=0 ") if opt == "-O0" else "fast=" in done.stdout), \
+        done.stdout
 
 
 def without_avx512fp16(text: str) -> str:
@@ -721,6 +861,9 @@ CROSS_LOWPREC = {
     # CPU (the "old" one included, which then takes the kernel too)
     "neon:fp16": ("fp16", {"mc": 16, "kc": 8, "nc": 48}, None, None),
     "neon:bf16": ("bf16", {"mc": 16, "kc": 8, "nc": 48}, None, None),
+    # C of fp16 (bf16) summed in float: the float copy's conversions are the file's own
+    "neon:fp16_out": ("fp16_out", {"mc": 16, "kc": 8, "nc": 48}, None, None),
+    "neon-bf16:bf16_out": ("bf16_out", {"mc": 16, "kc": 8, "nc": 48}, "cortex-a76", None),
     "power10-mma": ("int8", {"mc": 16, "kc": 8, "nc": 48}, "power9",
                     ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
     "power10-mma:int16": ("int16", {"mc": 16, "kc": 8, "nc": 48}, "power9",
