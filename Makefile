@@ -77,8 +77,9 @@ bench: deps bench-deps
 	$(PY) bench/bf16.py
 	$(PY) bench/bf16.py --half fp16
 	$(PY) bench/fp16_sums.py
-	$(PY) bench/half_results.py
-	$(PY) bench/half_results.py --half bf16
+	$(PY) bench/converted_results.py
+	$(PY) bench/converted_results.py --kind bf16
+	$(PY) bench/converted_results.py --kind int8
 	$(PY) bench/threads.py
 	$(PY) bench/cc_overhead.py
 

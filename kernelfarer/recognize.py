@@ -19,7 +19,7 @@ from pycparser import c_ast, c_generator
 from kernelfarer import ctype
 from kernelfarer.access import Access, flatten_access, row_stride_symbol
 from kernelfarer.affine import IndexConverter, NotAffine, Poly, symbol_text
-from kernelfarer.canon_base import computes_value, names_in, walk
+from kernelfarer.canon_base import assigned_names, computes_value, names_in, walk
 from kernelfarer.canonical import Canonical
 from kernelfarer.ctype import DOUBLE, FLOAT, Scalar, Scope
 from kernelfarer.diagnostics import SourceLocation
@@ -32,7 +32,7 @@ from kernelfarer.guards import (FunctionFacts, alias_guards, bound_guards, memor
                                 wrap_guards)
 from kernelfarer.model import AccessModel, StatementModel, build_model
 from kernelfarer.nest import LoopNest, NotGemm, parse_nest
-from kernelfarer.spec import SIZE_NAMES, CInit, GemmSpec, Guard, Operand
+from kernelfarer.spec import SIZE_NAMES, CInit, Conversion, GemmSpec, Guard, Operand
 from kernelfarer.targets import DType
 from kernelfarer.tileprog import ArrayOperand, resolve_reads, tile_program
 
@@ -78,10 +78,20 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
             ev.alias(stmt)
     c_access = _find_store(nest, scope, conv, ev.aliases)
     e = c_access.elem
-    c_store = ""           # C's element type where it is narrower than the sums
-    if _sums_in_float(nest, scope, e):
+    c_store = ""           # C's element type where it is not the sums' (spec.c_store)
+    conversion = None      # ... how int sums become C's floats (spec.conversion)
+    scale_symbols: set[str] = set()     # ... the variable its scale reads (read once)
+    acc_type = _accumulator_type(nest, scope)
+    if e.kind == "float" and e.bits == 16 and acc_type is not None \
+            and (acc_type.kind, acc_type.bits) == ("float", 32):
         nest = _narrow_c_nest(nest, scope, conv, ev.aliases, c_access)
         c_store, dtype = e.spelling, DType.F32
+    elif e.kind == "float" and e.bits >= 32 and acc_type is not None \
+            and (acc_type.kind, acc_type.bits) == ("int", 32):
+        nest = _narrow_c_nest(nest, scope, conv, ev.aliases, c_access, acc_type)
+        nest, conversion, scale_symbols = _int_sums_conversion(nest, scope, c_access,
+                                                               acc_type)
+        c_store, dtype = e.spelling, DType.I32
     else:
         dtype = DType.for_result(e.kind, e.bits, e.signed, e.spelling)
     if dtype is None:
@@ -208,7 +218,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
                             f"rows of {c_access.array} do not overlap"))
     c_type = c_store or dtype.ctype
     guards += alias_guards(c_access, [a_acc, b_acc], ranges, c_type)
-    hoisted = ev.scalar_params | ev.conv.params
+    hoisted = ev.scalar_params | ev.conv.params | scale_symbols
     for lp in nest.loops:
         hoisted |= (lp.lower.symbols() | lp.upper.symbols()) - set(iterators)
     bitfields = {symbol_text(node) for node in walk(outer)
@@ -326,8 +336,9 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         fusion=fusion, fusion_refusal=fusion_refusal, tile_steps=tile_steps,
         tile_refusal=tile_refusal,
         load_c=canon.load_c_when or "", canonical=tuple(canon.steps), side=side,
-        c_store=c_store,
-        description=_describe(c_access, a_acc, b_acc, init, _scalar_c(alpha, dtype)) + (
+        c_store=c_store, conversion=conversion,
+        description=(_describe_conversion(c_access, a_acc, b_acc, conversion) if conversion
+                     else _describe(c_access, a_acc, b_acc, init, _scalar_c(alpha, dtype))) + (
             " then an element-wise epilogue" if epi is not None else "") + (
             " (nested in other code, run apart)" if around is not None else ""),
     )
@@ -352,31 +363,37 @@ def _find_store(nest: LoopNest, scope: Scope, conv: IndexConverter, aliases: dic
     return first
 
 
-def _sums_in_float(nest: LoopNest, scope: Scope, elem: Scalar) -> bool:
-    """Does the nest sum C's 16-bit floats (_Float16, __bf16) in a float: is a float (32-bit)
-    scalar summed into in the k loop?  (fp16 sums accumulate in C or a _Float16.)"""
-    if not (elem.kind == "float" and elem.bits == 16):
-        return False
-    declared = {stmt.name: stmt.type for stmt in (*nest.hoisted, *nest.pre)
-                if isinstance(stmt, c_ast.Decl)}
+def _accumulator_type(nest: LoopNest, scope: Scope) -> Scalar | None:
+    """The type of the scalar the k loop sums into (the first one it assigns), if any: where it
+    is not C's, the sums are converted into C (a float sum into a C of _Float16, an int sum into
+    a float C)."""
     for stmt in nest.body:
         if isinstance(stmt, c_ast.Assignment) and isinstance(stmt.lvalue, c_ast.ID):
-            name = stmt.lvalue.name
-            t = ctype.resolve(declared[name], scope.typedefs) if name in declared \
-                else scope.type_of(name)
-            if isinstance(t, Scalar) and t.kind == "float" and t.bits == 32:
-                return True
-    return False
+            t = _type_in_nest(nest, scope, stmt.lvalue.name)
+            return t if isinstance(t, Scalar) else None
+    return None
+
+
+def _type_in_nest(nest: LoopNest, scope: Scope, name: str):
+    """The type of `name` where the k loop sees it: declared around it in the nest, or outside
+    (the scope knows the nest's own declarations only once they are evaluated)."""
+    for stmt in (*nest.hoisted, *nest.pre):
+        if isinstance(stmt, c_ast.Decl) and stmt.name == name:
+            return ctype.resolve(stmt.type, scope.typedefs)
+    return scope.type_of(name)
 
 
 def _narrow_c_nest(nest: LoopNest, scope: Scope, conv: IndexConverter, aliases: dict,
-                   c_access: Access) -> LoopNest:
-    """C holds 16-bit floats summed in a float: the kernels sum in float into a float copy of C,
-    which is rounded into C once, as the nest's one store after the k loop rounds its sum.  So
-    C must be stored to once, after the k loop (a store in it rounds each partial sum), and not
-    read after that store.  The nest with that store's conversion to C's type (`(_Float16)acc`)
-    left to the store, which is where it happens anyway."""
+                   c_access: Access, int_sums: Scalar | None = None) -> LoopNest:
+    """C holds 16-bit floats summed in a float (or floats of an int sum, `int_sums` its type):
+    the kernels sum into a copy of C of the sums' type, which is converted into C once, as the
+    nest's one store after the k loop converts its sum.  So C must be stored to once, after the
+    k loop (a store in it rounds each partial sum), and not read after that store (nor at all,
+    for int sums: C's old value is no term of an integer sum).  The nest with that store's
+    conversion to C's type (`(_Float16)acc`) left to the store, which is where it happens
+    anyway."""
     elem = c_access.elem
+    what = f"its {int_sums.spelling} sum" if int_sums else "its float sum"
 
     c_names = {c_access.array} | {name for name, address in aliases.items()
                                   if c_access.array in names_in(address)}
@@ -387,12 +404,18 @@ def _narrow_c_nest(nest: LoopNest, scope: Scope, conv: IndexConverter, aliases: 
     early = next((st for st in (*nest.hoisted, *nest.pre, *nest.body) if stores(st)), None)
     if early is not None:
         raise NotGemm(f"'{_one_line(early, 100)}': '{c_access.array}' holds {elem.spelling} and "
-                      "is stored to before its float sum is complete (each store rounds to 16 "
-                      "bits)")
+                      f"is stored to before {what} is complete (each store "
+                      f"{'converts' if int_sums else 'rounds to 16 bits'})")
     at = [i for i, st in enumerate(nest.post) if stores(st)]
     if len(at) != 1 or any(names_in(st) & c_names for st in nest.post[at[0] + 1:]):
-        raise NotGemm(f"'{c_access.array}' holds {elem.spelling}: its float sum must be stored "
+        raise NotGemm(f"'{c_access.array}' holds {elem.spelling}: {what} must be stored "
                       "once, after the k loop, and not read back")
+    # (the store's own value is _int_sums_conversion's: C's old value may be added there)
+    read = next((st for st in (*nest.hoisted, *nest.pre, *nest.body, *nest.post)
+                 if int_sums and not stores(st) and names_in(st) & c_names), None)
+    if read is not None:
+        raise NotGemm(f"'{_one_line(read, 100)}' reads '{c_access.array}', which holds "
+                      f"{elem.spelling}: its old value is no term of {what}")
     store = nest.post[at[0]]
     value = store.rvalue
     if store.op == "=" and isinstance(value, c_ast.Cast):
@@ -402,6 +425,100 @@ def _narrow_c_nest(nest: LoopNest, scope: Scope, conv: IndexConverter, aliases: 
             store = c_ast.Assignment(store.op, store.lvalue, value.expr, store.coord)
     post = (*nest.post[:at[0]], store, *nest.post[at[0] + 1:])
     return replace(nest, post=post)
+
+
+def _int_sums_conversion(nest: LoopNest, scope: Scope, c_access: Access,
+                         sum_type: Scalar) -> tuple[LoopNest, Conversion, set[str]]:
+    """An int sum stored into a float (double) C once after the k loop (_narrow_c_nest): the
+    store's value is the sum converted, `acc` or `(float)acc`, times a scale or not (`acc * s`,
+    `s * (float)acc`; s a float or double variable or constant, read once).  The kernels sum in
+    int (exactly the loop's int32 sums) into an int copy of C, which the wrapper converts as the
+    store does.  The nest with the store `c = acc` (the int GEMM), the conversion and the
+    symbol of the variable the scale reads (for the checks that a store to C cannot change it)."""
+    elem = c_access.elem
+    at = next(i for i, st in enumerate(nest.post) if isinstance(st, c_ast.Assignment)
+              and not isinstance(st.lvalue, c_ast.ID))
+    store = nest.post[at]
+    refusal = NotGemm(f"'{_one_line(store, 100)}': '{c_access.array}' holds {elem.spelling} and "
+                      f"the sum is {sum_type.spelling}: taken are the sum converted, times a "
+                      "float scale or not, added to C or not (`c[i][j] = (float)acc * s;`, "
+                      "`c[i][j] += acc;`)")
+    if store.op not in ("=", "+="):
+        raise refusal
+
+    def float_type(node: c_ast.Node) -> str | None:
+        """A float or double type's name, or None."""
+        t = ctype.resolve(node, scope.typedefs) if isinstance(node, c_ast.Typename) else \
+            scope.type_of_expr(node)
+        if isinstance(t, Scalar) and t.kind == "float" and t.bits in (32, 64) \
+                and not t.volatile:
+            return "float" if t.bits == 32 else "double"
+        return None
+
+    def the_sum(node: c_ast.Node) -> tuple[c_ast.ID, str] | None:
+        """`acc` or `(float)acc` (the accumulator), with the cast's type ("": none)."""
+        cast = ""
+        if isinstance(node, c_ast.Cast):
+            cast = float_type(node.to_type) or "?"
+            node = node.expr
+        t = _type_in_nest(nest, scope, node.name) if isinstance(node, c_ast.ID) else None
+        if isinstance(t, Scalar) and (t.kind, t.bits, t.signed) == \
+                (sum_type.kind, sum_type.bits, sum_type.signed) and cast != "?":
+            return node, cast
+        return None
+
+    def the_scale(node: c_ast.Node) -> str | None:
+        """The type of a scale: a float or double constant, or a variable (member, value behind
+        a pointer) of such a type that the nest does not set."""
+        if isinstance(node, c_ast.Constant):
+            return {"float": "float", "double": "double"}.get(node.type)
+        if isinstance(node, (c_ast.ID, c_ast.StructRef)) or (
+                isinstance(node, c_ast.UnaryOp) and node.op == "*"):
+            try:
+                root = symbol_text(node)
+            except NotAffine:
+                return None
+            if names_in(node) & assigned_names(c_ast.Compound(list(
+                    (*nest.hoisted, *nest.pre, *nest.body, *nest.post)))):
+                return None
+            return float_type(node) if root else None
+        return None
+
+    value, add_c = store.rvalue, store.op == "+="
+    c_type = "float" if elem.bits == 32 else "double"
+    if not add_c and isinstance(value, c_ast.Cast) and float_type(value.to_type) == c_type:
+        value = value.expr          # the conversion to C's type: the store's own
+    if not add_c and isinstance(value, c_ast.BinaryOp) and value.op == "+":
+        target = _GEN.visit(store.lvalue)
+        for x, y in ((value.left, value.right), (value.right, value.left)):
+            if _GEN.visit(x) == target:         # c = c + x, c = x + c: c += x
+                value, add_c = y, True
+                break
+    if names_in(value) & ({c_access.array} | {store.lvalue.name.name if isinstance(
+            store.lvalue, c_ast.ArrayRef) and isinstance(store.lvalue.name, c_ast.ID) else ""}):
+        raise refusal
+    found = the_sum(value)
+    if found is not None:
+        acc, cast = found
+        conversion = Conversion(sum_type=sum_type.spelling, cast=cast or c_type, add_c=add_c)
+    elif isinstance(value, c_ast.BinaryOp) and value.op == "*":
+        for x, y in ((value.left, value.right), (value.right, value.left)):
+            found, scale_type = the_sum(x), the_scale(y)
+            if found is not None and scale_type is not None:
+                break
+        else:
+            raise refusal
+        acc, cast = found
+        wider = "double" if "double" in (cast, scale_type) else "float"
+        conversion = Conversion(sum_type=sum_type.spelling, cast=cast or scale_type,
+                                scale=_GEN.visit(y), scale_type=wider if cast else scale_type,
+                                add_c=add_c)
+    else:
+        raise refusal
+    symbols = {symbol_text(y)} if conversion.scale and not isinstance(y, c_ast.Constant) \
+        else set()
+    store = c_ast.Assignment("=", store.lvalue, acc, store.coord)
+    return replace(nest, post=(*nest.post[:at], store, *nest.post[at + 1:])), conversion, symbols
 
 
 def _evaluate(nest: LoopNest, ev: Evaluator) -> Lin:
@@ -812,6 +929,13 @@ def _scalar_c(poly: Poly, dtype: DType) -> str:
             factors.insert(0, f"({dtype.ctype})({coef})")
         parts.append(" * ".join(factors))
     return "(" + " + ".join(parts) + ")"
+
+
+def _describe_conversion(c: Access, a: Access, b: Access, conversion: Conversion) -> str:
+    """`C += (float)(A * B) * s`: int sums converted into C (spec.conversion)."""
+    scale = f" * {conversion.scale}" if conversion.scale else ""
+    return (f"{c.array} {'+=' if conversion.add_c else '='} ({conversion.cast})({a.array} * "
+            f"{b.array}){scale}")
 
 
 def _describe(c: Access, a: Access, b: Access, init: CInit, alpha: str) -> str:

@@ -200,9 +200,9 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
                         ("epilogue", "a pass over C after the GEMM" + (
                             f" (not fused: {spec.fusion_refusal})" if spec.fusion_refusal else "")),)
         if spec.c_store:
-            details += (("result", f"C holds {spec.c_store}: the GEMM sums in float into a copy "
-                                   f"of C ({spec.dtype.ctype}, allocated per call), rounded into C "
-                                   "once per element as the nest's store rounds its sum"),)
+            details += (("result", f"C holds {spec.c_store}: the GEMM sums into a copy of C "
+                                   f"of {spec.dtype.ctype}, converted into C once per element as "
+                                   "the nest's store converts its sum"),)
         if cand.pragmas:
             details += (("pragmas", "the nest's #pragma lines (e.g. OpenMP) stay on the original "
                                     "loops, which run when a check fails"),)

@@ -56,6 +56,21 @@ class Guard:
 
 
 @dataclass(frozen=True)
+class Conversion:
+    """How a nest converts its integer sums into C's floating-point elements, once each, after
+    the k loop: C = (c_store)((scale_type)(cast)(sum_type)sum * scale), the product only with a
+    scale (e.g. `c[i][j] = (float)acc * s;`: sum_type int, cast float, scale_type float), C's old
+    value added first with add_c (`c[i][j] += acc * s;`, in the common type, as C adds)."""
+
+    sum_type: str           # the accumulator's type (the kernels' int32 sums are its bits)
+    cast: str               # the sum converted to this first (an explicit cast, else the type of
+                            # the product, or C's)
+    scale: str = ""         # a C expression read once at the call site (empty: no product)
+    scale_type: str = ""    # the type the product is computed in
+    add_c: bool = False     # C = (c_store)(C + that)
+
+
+@dataclass(frozen=True)
 class GemmSpec:
     dtype: DType
     m: str
@@ -87,6 +102,8 @@ class GemmSpec:
     load_c: str = ""                # C condition under which C's old value is read (empty: the
                                     # init says; reference BLAS reads C only when beta != 0)
     canonical: tuple[str, ...] = () # what canonicalization did to the nest (for remarks)
-    c_store: str = ""               # C's element type where it is narrower than the sums (a
-                                    # 16-bit float summed in float): the GEMM runs on a float
-                                    # copy of C, rounded into C once (emit.render_narrow)
+    c_store: str = ""               # C's element type where it is not the sums' (a 16-bit
+                                    # float summed in float, a float of int sums): the GEMM runs
+                                    # on a copy of C of the sums' type, converted into C once
+                                    # (emit.render_narrow)
+    conversion: Conversion | None = None  # ... from int sums: how (None: a plain conversion)

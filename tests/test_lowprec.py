@@ -201,6 +201,40 @@ void gemm(int m, int n, int k, const float *a, int lda, const float *b, half *c,
 }
 """
 EIGHTHS = "(rand() % 65 - 32) / 8.0f"
+# int sums converted into a float C once after the k loop (spec.conversion): the kernels' int32
+# sums are the loop's exactly, and the wrapper converts them as the store does: int8 times a
+# float scale, uint8 x int8 into a double C times a double scale written first, uint8's uint32
+# sums scaled and added to C, int16 sums converted alone (sums up to 2^31 in magnitude: rounded to float's 24 bits)
+LOOPS["int8_deq"] = """
+#include <stdint.h>
+static float scale = 0.0371f;
+void gemm(int m, int n, int k, const int8_t *a, int lda, const int8_t *b, float *c, int ldc)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            int32_t acc = 0;
+            for (int p = 0; p < k; p++)
+                acc += a[i * lda + p] * b[p * n + j];
+            c[i * ldc + j] = (float)acc * scale;
+        }
+}
+"""
+LOOPS["u8s8_deq"] = """
+#include <stdint.h>
+void gemm(int m, int n, int k, const uint8_t *a, int lda, const int8_t *b, double *c, int ldc)
+{
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            int acc = 0;
+            for (int p = 0; p < k; p++)
+                acc += a[i * lda + p] * b[p * n + j];
+            c[i * ldc + j] = 0.1 * acc;
+        }
+}
+"""
+LOOPS["uint8_deq_acc"] = LOOPS["int8_deq"].replace("int8_t", "uint8_t").replace(
+    "int32_t acc", "uint32_t acc").replace("= (float)acc * scale;", "+= acc * 0.0173f;")
+LOOPS["int16_conv"] = LOOPS["int16"].replace("int *c", "float *c")
 
 # int16: up to 4000 in magnitude, so that no sum of k <= 130 products overflows int32 (the loop's
 # overflow is undefined; the kernels wrap)
@@ -227,6 +261,10 @@ TYPES = {"int8": ("int8_t", "int32_t", INT8_FILL),
          "fp16_out": ("_Float16", "_Float16", f"(_Float16)({EIGHTHS})"),
          "bf16_out": ("__bf16", "__bf16", "small_bf16(rand() % 65 - 32, 0.125f)"),
          "f32_out": ("float", "_Float16", EIGHTHS),
+         "int8_deq": ("int8_t", "float", INT8_FILL),
+         "u8s8_deq": ("uint8_t", "double", UINT8_FILL, "int8_t", INT8_FILL),
+         "int16_conv": ("short", "float", "(short)(rand() % 8001 - 4000)"),
+         "uint8_deq_acc": ("uint8_t", "float", UINT8_FILL),
          "bf16_tiny": ("__bf16", "float", "small_bf16(rand() % 9 - 4, 0x1p-66f)")}
 
 # bf16 operands: a small integer's float bits, cut to 16 (exact); no float -> bf16 conversion,
@@ -464,6 +502,42 @@ HALF_RESULT_TAKEN = ("c[i * ldc + j] = (_Float16)acc;", "c[i * ldc + j] += acc;"
                      "c[i * ldc + j] = (float)hs * c[i * ldc + j] + acc;")
 
 
+# int8 sums into a float C converted otherwise than once, as the sum times a scale (and added to
+# C): (statements after the k loop, reason).  `si` is an int, `sv` a float array.
+INT_RESULT_NOT_TAKEN = {
+    "int product first": ("c[i * ldc + j] = acc * 2 * 0.5f;", "taken are the sum converted"),
+    "int scale": ("c[i * ldc + j] = acc * si;", "taken are the sum converted"),
+    "scale per row": ("c[i * ldc + j] = (float)acc * sv[i];", "taken are the sum converted"),
+    "two stores": ("c[i * ldc + j] = acc; c[i * ldc + j] *= 0.5f;", "stored once"),
+    "C read first": ("float old = c[i * ldc + j]; c[i * ldc + j] = old + acc;", "reads 'c'"),
+    "C twice": ("c[i * ldc + j] = c[i * ldc + j] + c[i * ldc + j] * acc;",
+                "taken are the sum converted"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INT_RESULT_NOT_TAKEN))
+def test_int_sums_converted_otherwise_are_not_taken(tmp_path, case) -> None:
+    after, why = INT_RESULT_NOT_TAKEN[case]
+    src = tmp_path / "loop.c"
+    src.write_text(f"""#include <stdint.h>
+int si;
+float sv[64];
+void gemm(int m, int n, int k, const int8_t *a, int lda, const int8_t *b, float *c, int ldc)
+{{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {{
+            int acc = 0;
+            for (int p = 0; p < k; p++)
+                acc += a[i * lda + p] * b[p * n + j];
+            {after}
+        }}
+}}
+""")
+    result = rewrite_file(str(src), RewriteOptions(target="generic"))
+    assert not result.remarks[0].replaced and why in result.remarks[0].message(), \
+        result.remarks[0].message()
+
+
 def half_result_nest(tmp: Path, in_k: str, after: str) -> Path:
     src = tmp / "loop.c"
     src.write_text(f"""_Float16 hs;
@@ -506,8 +580,8 @@ def test_half_results_rounded_once_are_taken(tmp_path, after) -> None:
 
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
-@pytest.mark.parametrize("kind", ["fp16_out", "bf16_out"])
-def test_half_results_through_the_compiler_wrapper(tmp_path, kind, opt) -> None:
+@pytest.mark.parametrize("kind", ["fp16_out", "bf16_out", "int8_deq"])
+def test_converted_results_through_the_compiler_wrapper(tmp_path, kind, opt) -> None:
     """kernelfarer-cc compiles the support code apart (a unit of its own): the wrapper of C's
     float copy stays in the user's unit, its conversions compiled with the user's flags, and
     calls the driver there; at -O0 the drivers decline and the loop runs."""
@@ -864,6 +938,10 @@ CROSS_LOWPREC = {
     # C of fp16 (bf16) summed in float: the float copy's conversions are the file's own
     "neon:fp16_out": ("fp16_out", {"mc": 16, "kc": 8, "nc": 48}, None, None),
     "neon-bf16:bf16_out": ("bf16_out", {"mc": 16, "kc": 8, "nc": 48}, "cortex-a76", None),
+    # int sums converted into a float C (times a scale): the dot-product kernels' int32 sums
+    "neon-dotprod:int8_deq": ("int8_deq", {"mc": 16, "kc": 8, "nc": 48}, "cortex-a53", None),
+    "power10-mma:u8s8_deq": ("u8s8_deq", {"mc": 16, "kc": 8, "nc": 48}, "power9",
+                             ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
     "power10-mma": ("int8", {"mc": 16, "kc": 8, "nc": 48}, "power9",
                     ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
     "power10-mma:int16": ("int16", {"mc": 16, "kc": 8, "nc": 48}, "power9",
