@@ -13,7 +13,7 @@ from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
 from kernelfarer.affine import IndexConverter, NotAffine, Poly
-from kernelfarer.canon_base import names_in
+from kernelfarer.canon_base import assigned_names, names_in
 from kernelfarer.ctype import Scalar, Scope
 
 
@@ -300,7 +300,10 @@ def parse_nest(outer: c_ast.For, scope: Scope) -> LoopNest:
         before, _, after = around_statements(outer)
         around = (tuple(before), tuple(after))
     side = [s for s in hoisted if is_side_assignment(s)]
-    pre_side = [s for s in pre if is_side_assignment(s) and _names_integer(s, scope)]
+    # (an integer the k loop sums into, `acc = 0;` before it, is an accumulator, not a bound)
+    summed = set().union(*(assigned_names(s) for s in body))
+    pre_side = [s for s in pre if is_side_assignment(s) and _names_integer(s, scope)
+                and s.lvalue.name not in summed]
     pre = [s for s in pre if not any(s is side_stmt for side_stmt in pre_side)]
     side += pre_side
     values: dict[str, c_ast.Node] = {}

@@ -204,7 +204,8 @@ EIGHTHS = "(rand() % 65 - 32) / 8.0f"
 # int sums converted into a float C once after the k loop (spec.conversion): the kernels' int32
 # sums are the loop's exactly, and the wrapper converts them as the store does: int8 times a
 # float scale, uint8 x int8 into a double C times a double scale written first, uint8's uint32
-# sums scaled and added to C, int16 sums converted alone (sums up to 2^31 in magnitude: rounded to float's 24 bits)
+# sums scaled and added to C, int16 sums converted alone (sums up to 2^31 in magnitude: rounded
+# to float's 24 bits)
 LOOPS["int8_deq"] = """
 #include <stdint.h>
 static float scale = 0.0371f;
@@ -234,6 +235,10 @@ void gemm(int m, int n, int k, const uint8_t *a, int lda, const int8_t *b, doubl
 """
 LOOPS["uint8_deq_acc"] = LOOPS["int8_deq"].replace("int8_t", "uint8_t").replace(
     "int32_t acc", "uint32_t acc").replace("= (float)acc * scale;", "+= acc * 0.0173f;")
+# ... the accumulator declared before the loops, set to 0 before the k loop (not a loop bound)
+LOOPS["int8_acc_outside"] = LOOPS["int8"].replace(
+    "{\n    for (int i", "{\n    int32_t acc;\n    for (int i").replace("int32_t acc = 0;",
+                                                               "acc = 0;")
 LOOPS["int16_conv"] = LOOPS["int16"].replace("int *c", "float *c")
 
 # int16: up to 4000 in magnitude, so that no sum of k <= 130 products overflows int32 (the loop's
@@ -265,6 +270,7 @@ TYPES = {"int8": ("int8_t", "int32_t", INT8_FILL),
          "u8s8_deq": ("uint8_t", "double", UINT8_FILL, "int8_t", INT8_FILL),
          "int16_conv": ("short", "float", "(short)(rand() % 8001 - 4000)"),
          "uint8_deq_acc": ("uint8_t", "float", UINT8_FILL),
+         "int8_acc_outside": ("int8_t", "int32_t", INT8_FILL),
          "bf16_tiny": ("__bf16", "float", "small_bf16(rand() % 9 - 4, 0x1p-66f)")}
 
 # bf16 operands: a small integer's float bits, cut to 16 (exact); no float -> bf16 conversion,
