@@ -70,8 +70,6 @@ class Evaluator:
     narrow: set = field(default_factory=set)                 # int8 operands of an int32 GEMM,
                                                              # bf16 ones of a float GEMM
     narrow_dtype: DType | None = None                        # ... the GEMM's type then
-    c_store: str = ""                                        # C's 16-bit float type where the
-                                                             # sums are float (spec.c_store)
     unsigned: set = field(default_factory=set)               # the uint8 ones among them
     plain_char: set = field(default_factory=set)             # ... and those of plain `char`
 
@@ -368,14 +366,13 @@ class Evaluator:
         if t.volatile:
             raise NotGemm(f"'{name}' is volatile (or _Atomic)")
         types = (t.kind, t.bits, t.signed, t.spelling)
-        if self.c_store and t.kind == "float" and t.bits == 16 \
-                and not self.dtype.is_operand(*types):
-            raise NotGemm(f"'{name}' is {t.spelling}: the float sum would be rounded to 16 bits "
-                          f"before its store to C ({self.c_store})")
+        # (a scalar narrower than the sums holds only an operand element: _check_narrow_store)
         if self.dtype is not None and not (self.dtype.is_result(*types)
                                            or self.dtype.is_operand(*types)
                                            or t.spelling == "signed char"
-                                           and self.dtype is DType.I32):
+                                           and self.dtype is DType.I32
+                                           or (t.kind, t.bits) == ("float", 16)
+                                           and self.dtype is DType.F32):
             raise NotGemm(f"accumulator '{name}' is {t.spelling}, C holds {self.dtype.ctype} "
                           "(mixed precision)")
 

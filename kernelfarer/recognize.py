@@ -109,7 +109,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     if not nest.perfect and k_var != iterators[2]:
         raise NotGemm("statements around the innermost loop, which is not the reduction loop")
 
-    ev.dtype, ev.c_access, ev.c_store = dtype, c_access, c_store
+    ev.dtype, ev.c_access = dtype, c_access
     epi = None
     try:
         final = _evaluate(nest, ev)
@@ -299,8 +299,8 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
 
     around = around_form(nest, functions=functions or PURE_FUNCTIONS)
     if c_store and (around is not None or canon.side):
-        raise NotGemm(f"'{c_access.array}' holds {c_store}, summed in float, and the nest holds "
-                      "other code (run apart, it would see C through a float copy)")
+        raise NotGemm(f"'{c_access.array}' holds {c_store}, converted from {dtype.ctype} sums, "
+                      "and the nest holds other code (run apart, it would see C through a copy)")
     if canon.reordered and (around is not None or canon.side):
         raise NotGemm(f"{canon.reordered[0]}: the code around the GEMM, run apart, would run "
                       "in another order")
@@ -364,13 +364,16 @@ def _find_store(nest: LoopNest, scope: Scope, conv: IndexConverter, aliases: dic
 
 
 def _accumulator_type(nest: LoopNest, scope: Scope) -> Scalar | None:
-    """The type of the scalar the k loop sums into (the first one it assigns), if any: where it
-    is not C's, the sums are converted into C (a float sum into a C of _Float16, an int sum into
-    a float C)."""
-    for stmt in nest.body:
-        if isinstance(stmt, c_ast.Assignment) and isinstance(stmt.lvalue, c_ast.ID):
-            t = _type_in_nest(nest, scope, stmt.lvalue.name)
-            return t if isinstance(t, Scalar) else None
+    """The type of the scalar the k loop sums into (one it adds to: `x += ...`, `x = x + ...`;
+    else the first it assigns), if any: where it is not C's, the sums are converted into C (a
+    float sum into a C of _Float16, an int sum into a float C)."""
+    assigned = [stmt for stmt in nest.body
+                if isinstance(stmt, c_ast.Assignment) and isinstance(stmt.lvalue, c_ast.ID)]
+    summing = [stmt for stmt in assigned
+               if stmt.op != "=" or stmt.lvalue.name in names_in(stmt.rvalue)]
+    for stmt in (*summing, *assigned)[:1]:
+        t = _type_in_nest(nest, scope, stmt.lvalue.name)
+        return t if isinstance(t, Scalar) else None
     return None
 
 

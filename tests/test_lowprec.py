@@ -175,6 +175,10 @@ void gemm(int m, int n, int k, const _Float16 *a, int lda, const _Float16 *b, _F
         }
 }
 """
+# ... A's element held in a _Float16 inside the k loop (an operand, not a rounded sum)
+LOOPS["fp16_out_temp"] = LOOPS["fp16_out"].replace(
+    "acc += (float)a[i * lda + p] * (float)b[p * n + j];",
+    "{ _Float16 t = a[i * lda + p]; acc += (float)t * (float)b[p * n + j]; }")
 LOOPS["bf16_out"] = """
 void gemm(int m, int n, int k, const __bf16 *a, int lda, const __bf16 *b, __bf16 *c, int ldc)
 {
@@ -264,6 +268,7 @@ TYPES = {"int8": ("int8_t", "int32_t", INT8_FILL),
          # small integers: every sum exact, whether a step is fused or not
          "fp16_small": ("_Float16", "_Float16", "(_Float16)(rand() % 7 - 3)"),
          "fp16_out": ("_Float16", "_Float16", f"(_Float16)({EIGHTHS})"),
+         "fp16_out_temp": ("_Float16", "_Float16", f"(_Float16)({EIGHTHS})"),
          "bf16_out": ("__bf16", "__bf16", "small_bf16(rand() % 65 - 32, 0.125f)"),
          "f32_out": ("float", "_Float16", EIGHTHS),
          "int8_deq": ("int8_t", "float", INT8_FILL),
