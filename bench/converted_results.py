@@ -12,7 +12,7 @@ fp16 (or bf16) operands summed in float into a C of fp16 (bf16), and int8 operan
 and dequantized into a float C.  kernelfarer (x86-auto) runs each as the GEMM of its sums (the
 float-sum GEMM of the operands: vdpbf16ps, the conversions at packing; the int8 kernels: VNNI,
 vpmaddwd) on a copy of C of the sums' type, converted into C once per element by the file's own
-conversions (spec.c_store, spec.conversion; templates/narrow.c.j2).  Timed: that, the loop
+conversions (spec.c_store, spec.conversion; templates/converted.c.j2).  Timed: that, the loop
 unrewritten (-O3 -march=native: clang vectorizes it across j only with reassociation, which it
 may not do for floats, so it runs a dot per element), and the same nest with a C of the sums' type
 rewritten (the kernel without the copy: what the copy and its conversions cost).  fp16 and bf16

@@ -40,7 +40,7 @@ class Site:
     indent: str                         # indentation of the nest's first line
     node: c_ast.For                     # the nest's AST (of the preprocessed file)
     hook: str | None = None             # the name of the nest's fused epilogue (emit.render_hook)
-    narrow: str | None = None           # ... of its C's float copy's wrapper (emit.render_narrow)
+    converted: str | None = None        # ... of its C copy's wrapper (emit.render_converted)
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class KernelfarerBackend(Backend):
 
     def call(self, site: Site) -> Call:
         return Call(emit.render_call(site.spec, site.plan, site.original, site.indent, site.hook,
-                                     site.narrow), site.plan)
+                                     site.converted), site.plan)
 
 
 # -- CBLAS -------------------------------------------------------------------------------------------
@@ -194,7 +194,7 @@ class TiledBackend(Backend):
     def call(self, site: Site) -> Call:
         plan = tiled_plan(site.plan)
         return Call(emit.render_call(site.spec, plan, site.original, site.indent, site.hook,
-                                     site.narrow), plan,
+                                     site.converted), plan,
                     details=(("backend", "tiled (no packing)"), ("kernel", plan.kernel_name)))
 
     def support(self, plans: list, uses: str | None = None) -> str:

@@ -243,31 +243,31 @@ def render_driver(plan: KernelPlan, linkage: str = "static") -> str:
 
 
 def render_call(spec: GemmSpec, plan: KernelPlan, original: str, indent: str,
-                hook: str | None = None, narrow: str | None = None) -> str:
+                hook: str | None = None, converted: str | None = None) -> str:
     """The call site of one nest; `hook`: the name of its fused epilogue (render_hook), which the
-    driver then applies instead of a pass over C after it; `narrow`: the name of its C's float
-    copy's wrapper (render_narrow: spec.c_store), which the call site then calls."""
+    driver then applies instead of a pass over C after it; `converted`: the name of the wrapper of
+    its C's copy (render_converted: spec.c_store), which the call site then calls."""
     load_c = spec.load_c or (0 if spec.init is CInit.OVERWRITE else 1)
     hook = hook if spec.fusion is not None else None
     prog_fill = fill_expression(spec.tile_steps, "$prog", spec.dtype.ctype) \
         if hook and spec.tile_steps else ""
     text = environment().get_template("callsite.c.j2").render(
         spec=spec, plan=plan, original=original, indent=indent, load_c=load_c, hook=hook,
-        prog_fill=prog_fill, narrow=narrow if spec.c_store else None)
+        prog_fill=prog_fill, converted=converted if spec.c_store else None)
     return text.rstrip("\n")
 
 
-def render_narrow(spec: GemmSpec, plan: KernelPlan, name: str) -> str:
-    """The wrapper `name` of a nest whose C is narrower than its float sums (spec.c_store): the
-    driver of `plan` on a float copy of C, rounded into C after it (templates/narrow.c.j2); placed
-    before the function that holds the nest."""
-    return environment().get_template("narrow.c.j2").render(spec=spec, plan=plan, name=name,
-                                                            keep=NARROW_KEEP_BYTES)
+def render_converted(spec: GemmSpec, plan: KernelPlan, name: str) -> str:
+    """The wrapper `name` of a nest whose C holds another type than its sums (spec.c_store): the
+    driver of `plan` on a copy of C of the sums' type, converted into C after it
+    (templates/converted.c.j2, spec.conversion); placed before the function that holds the nest."""
+    return environment().get_template("converted.c.j2").render(spec=spec, plan=plan, name=name,
+                                                            keep=CONVERTED_KEEP_BYTES)
 
 
-# The largest float copy of C a wrapper of render_narrow keeps between calls (1 MiB: C of 512 x
+# The largest copy of C a wrapper of render_converted keeps between calls (1 MiB: C of 512 x
 # 512); larger ones are allocated per call, where the GEMM's time hides the page faults.
-NARROW_KEEP_BYTES = 1 << 20
+CONVERTED_KEEP_BYTES = 1 << 20
 
 
 def render_hook(spec: GemmSpec, name: str) -> str:

@@ -84,11 +84,11 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     acc_type = _accumulator_type(nest, scope)
     if e.kind == "float" and e.bits == 16 and acc_type is not None \
             and (acc_type.kind, acc_type.bits) == ("float", 32):
-        nest = _narrow_c_nest(nest, scope, conv, ev.aliases, c_access)
+        nest = _converted_c_nest(nest, scope, conv, ev.aliases, c_access)
         c_store, dtype = e.spelling, DType.F32
     elif e.kind == "float" and e.bits >= 32 and acc_type is not None \
             and (acc_type.kind, acc_type.bits) == ("int", 32):
-        nest = _narrow_c_nest(nest, scope, conv, ev.aliases, c_access, acc_type)
+        nest = _converted_c_nest(nest, scope, conv, ev.aliases, c_access, acc_type)
         nest, conversion, scale_symbols = _int_sums_conversion(nest, scope, c_access,
                                                                acc_type)
         c_store, dtype = e.spelling, DType.I32
@@ -386,7 +386,7 @@ def _type_in_nest(nest: LoopNest, scope: Scope, name: str):
     return scope.type_of(name)
 
 
-def _narrow_c_nest(nest: LoopNest, scope: Scope, conv: IndexConverter, aliases: dict,
+def _converted_c_nest(nest: LoopNest, scope: Scope, conv: IndexConverter, aliases: dict,
                    c_access: Access, int_sums: Scalar | None = None) -> LoopNest:
     """C holds 16-bit floats summed in a float (or floats of an int sum, `int_sums` its type):
     the kernels sum into a copy of C of the sums' type, which is converted into C once, as the
@@ -432,7 +432,7 @@ def _narrow_c_nest(nest: LoopNest, scope: Scope, conv: IndexConverter, aliases: 
 
 def _int_sums_conversion(nest: LoopNest, scope: Scope, c_access: Access,
                          sum_type: Scalar) -> tuple[LoopNest, Conversion, set[str]]:
-    """An int sum stored into a float (double) C once after the k loop (_narrow_c_nest): the
+    """An int sum stored into a float (double) C once after the k loop (_converted_c_nest): the
     store's value is the sum converted, `acc` or `(float)acc`, times a scale or not (`acc * s`,
     `s * (float)acc`; s a float or double variable or constant, read once).  The kernels sum in
     int (exactly the loop's int32 sums) into an int copy of C, which the wrapper converts as the

@@ -178,14 +178,15 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
         if not options.fuse_epilogues and spec.fusion is not None:
             spec = replace(spec, fusion=None, fusion_refusal="turned off (fuse_epilogues)")
         hook = names.fresh("kf_epilogue", set(hooks)) if spec.fusion is not None else None
-        narrow = names.fresh("kf_narrow_c", set(hooks)) if spec.c_store else None
-        call = backend.call(backends.Site(spec, plan, original, indent, cand.node, hook, narrow))
+        converted = names.fresh("kf_converted_c", set(hooks)) if spec.c_store else None
+        call = backend.call(backends.Site(spec, plan, original, indent, cand.node, hook,
+                                          converted))
         edits.append(_Edit(span.start, span.end, names.bind(call.text)))
         if hook is not None and call.plan is not None and hook in call.text:
             hooks[hook] = _Edit(func_start, func_start, names.bind(emit.render_hook(spec, hook)))
-        if narrow is not None and call.plan is not None and narrow in call.text:
-            hooks[narrow] = _Edit(func_start, func_start,
-                                  names.bind(emit.render_narrow(spec, call.plan, narrow)))
+        if converted is not None and call.plan is not None and converted in call.text:
+            hooks[converted] = _Edit(func_start, func_start,
+                                     names.bind(emit.render_converted(spec, call.plan, converted)))
         if call.plan is not None:
             used.setdefault(call.plan.driver_name, call.plan)
         if call.note:

@@ -105,5 +105,5 @@ class GemmSpec:
     c_store: str = ""               # C's element type where it is not the sums' (a 16-bit
                                     # float summed in float, a float of int sums): the GEMM runs
                                     # on a copy of C of the sums' type, converted into C once
-                                    # (emit.render_narrow)
+                                    # (emit.render_converted)
     conversion: Conversion | None = None  # ... from int sums: how (None: a plain conversion)

@@ -274,7 +274,7 @@ def test_call_sites_and_hooks_add_no_warning(tmp_path, compiler, source):
     """What lands in the user's function and beside it: checks that unsigned sizes and strides are
     not negative (gcc's -Wtype-limits would find them always true), a fused epilogue that the
     vectorizer cannot vectorize (clang would say so at its loop hint, by default), and the float
-    copy of a C of _Float16 (templates/narrow.c.j2)."""
+    copy of a C of _Float16 (templates/converted.c.j2)."""
     text = {"unsigned_sizes": UNSIGNED_SIZES, "tanh_layer": TANH_LAYER,
             "half_result": HALF_RESULT}[source]
     src = tmp_path / f"{source}.c"
