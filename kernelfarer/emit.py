@@ -261,8 +261,25 @@ def render_converted(spec: GemmSpec, plan: KernelPlan, name: str) -> str:
     """The wrapper `name` of a nest whose C holds another type than its sums (spec.c_store): the
     driver of `plan` on a copy of C of the sums' type, converted into C after it
     (templates/converted.c.j2, spec.conversion); placed before the function that holds the nest."""
-    return environment().get_template("converted.c.j2").render(spec=spec, plan=plan, name=name,
-                                                            keep=CONVERTED_KEEP_BYTES)
+    return environment().get_template("converted.c.j2").render(
+        spec=spec, plan=plan, name=name, keep=CONVERTED_KEEP_BYTES,
+        value=_converted_value(spec, "$w[$i * $n + $j]", "$c[$i * $ldc + $j]", "$scale"),
+        formula=_converted_value(spec, "sum", "C", "scale"))
+
+
+def _converted_value(spec: GemmSpec, sum_: str, old: str, scale: str) -> str:
+    """C's new element as the nest's store computes it from its sum (`sum_`, an element of the
+    copy), C's old element (`old`) and the scale: spec.conversion's operations and types, or
+    (float sums) the sum's conversion to C's type alone."""
+    conv = spec.conversion
+    if conv is None:
+        return f"({spec.c_store}){sum_}"
+    value = f"({conv.cast})({conv.sum_type}){sum_}"
+    if conv.scale:
+        value = f"({conv.scale_type}){value} * {scale}"
+    if conv.add_c:
+        value = f"{old} + {value}"
+    return f"({spec.c_store})({value})"
 
 
 # The largest copy of C a wrapper of render_converted keeps between calls (1 MiB: C of 512 x

@@ -138,8 +138,8 @@ def scalar_alias_guards(names: set[str], bitfields: set[str], facts: FunctionFac
     `bitfields`: the bit-field members among the nest's symbols) are read once by the rewrite but
     at every step by the original: a store to C must not be able to change them.  Values behind a
     pointer always can; of variables (and their members), globals, statics and address-taken
-    ones, and of whole variables only those of C's element type (`c_store` where C is narrower
-    than the sums, a 16-bit float)."""
+    ones, and of whole variables only those of C's element type (`c_store` where it is not the
+    sums', spec.c_store)."""
     guards = []
     c_op, ldc, _, m, n = ranges["C"]
     for name in sorted(names):

@@ -94,9 +94,9 @@ def make_subject(func: c_ast.FuncDef, spec: GemmSpec, ast: c_ast.FileAST) -> Sub
     name = func.decl.name
     where = spec.location
     if spec.c_store:
-        raise KernelfarerError(f"{name}(): C holds {spec.c_store} summed in float: compare does "
-                               f"not drive such GEMMs (its variants write a {spec.dtype.ctype} C)",
-                               where)
+        raise KernelfarerError(f"{name}(): C holds {spec.c_store}, converted from "
+                               f"{spec.dtype.ctype} sums: compare does not drive such GEMMs (its "
+                               f"variants write a {spec.dtype.ctype} C)", where)
     params = getattr(func.decl.type, "args", None)
     decls = [p for p in (params.params if params else []) if isinstance(p, c_ast.Decl)]
     typedefs = _typedefs(ast)

@@ -387,7 +387,7 @@ def _type_in_nest(nest: LoopNest, scope: Scope, name: str):
 
 
 def _converted_c_nest(nest: LoopNest, scope: Scope, conv: IndexConverter, aliases: dict,
-                   c_access: Access, int_sums: Scalar | None = None) -> LoopNest:
+                      c_access: Access, int_sums: Scalar | None = None) -> LoopNest:
     """C holds 16-bit floats summed in a float (or floats of an int sum, `int_sums` its type):
     the kernels sum into a copy of C of the sums' type, which is converted into C once, as the
     nest's one store after the k loop converts its sum.  So C must be stored to once, after the
@@ -478,13 +478,13 @@ def _int_sums_conversion(nest: LoopNest, scope: Scope, c_access: Access,
         if isinstance(node, (c_ast.ID, c_ast.StructRef)) or (
                 isinstance(node, c_ast.UnaryOp) and node.op == "*"):
             try:
-                root = symbol_text(node)
+                symbol_text(node)           # a name, member or value behind a named pointer
             except NotAffine:
                 return None
             if names_in(node) & assigned_names(c_ast.Compound(list(
                     (*nest.hoisted, *nest.pre, *nest.body, *nest.post)))):
                 return None
-            return float_type(node) if root else None
+            return float_type(node)
         return None
 
     value, add_c = store.rvalue, store.op == "+="
@@ -497,9 +497,11 @@ def _int_sums_conversion(nest: LoopNest, scope: Scope, c_access: Access,
             if _GEN.visit(x) == target:         # c = c + x, c = x + c: c += x
                 value, add_c = y, True
                 break
-    if names_in(value) & ({c_access.array} | {store.lvalue.name.name if isinstance(
-            store.lvalue, c_ast.ArrayRef) and isinstance(store.lvalue.name, c_ast.ID) else ""}):
-        raise refusal
+    base = store.lvalue
+    while isinstance(base, c_ast.ArrayRef):
+        base = base.name                # the name C is stored through (an alias of it, say)
+    if names_in(value) & {c_access.array, base.name if isinstance(base, c_ast.ID) else ""}:
+        raise refusal                   # C's old value anywhere else
     found = the_sum(value)
     if found is not None:
         acc, cast = found
