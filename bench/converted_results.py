@@ -21,7 +21,12 @@ the loop's bit for bit whatever the order of summation (checked), while the conv
 not trivial; int8 ones span their range (int sums are exact anyway).  Same data, best of several
 rounds, one thread; G(FL)OP/s counts 2MNK.
 
-    python bench/converted_results.py [--kind fp16|bf16|int8] [--sizes 256,1024,2048] [--rounds 5]
+int8_rowcol dequantizes with a scale per row and per column and a bias per column, statements
+the kernels cannot apply as a plain conversion: they run as written on each sum, in a hook on each
+panel of the copy as the driver finishes it (spec.epilogue with a converted C).
+
+    python bench/converted_results.py [--kind fp16|bf16|int8|int8_rowcol] [--sizes 256,1024,2048]
+                                      [--rounds 5]
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ CC = os.environ.get("CC", "clang-19")
 
 NEST = """
 #include <stdint.h>
+{prelude}
 void {name}(int n, const {a} *a, const {a} *b, {c} *c)
 {{
     for (int i = 0; i < n; i++)
@@ -63,7 +69,25 @@ KINDS = {
              "(float)(rand() % 65 - 32) / 8.0f", "(__bf16)w"),
     "int8": ("int8_t", "float", "int32_t", "(float)acc * 0.0371f", "",
              "rand() % 256 - 128", "(float)w * 0.0371f"),
+    # a scale per row and per column and a bias per column (file-scope tables, main.c's): the
+    # store runs as written on each sum, in a hook on the copy's panels
+    "int8_rowcol": ("int8_t", "float", "int32_t", "(float)acc * kf_sa[i] * kf_sb[j] + kf_bias[j]",
+                    "", "rand() % 256 - 128", "(float)w * kf_sa[i] * kf_sb[j] + kf_bias[j]"),
 }
+# file-scope declarations a kind's store needs
+PRELUDE = {"int8_rowcol": "extern float kf_sa[], kf_sb[], kf_bias[];"}
+TABLES = r"""
+float kf_sa[4096], kf_sb[4096], kf_bias[4096];
+static void fill_tables(void)
+{
+    int i;
+    for (i = 0; i < 4096; i++) {
+        kf_sa[i] = 0.001f * (float)(i % 17 + 1);
+        kf_sb[i] = 0.37f / (float)(i % 5 + 1);
+        kf_bias[i] = (float)(i % 11) - 5.25f;
+    }
+}
+"""
 
 HARNESS = r"""
 #include <stdint.h>
@@ -77,9 +101,10 @@ typedef S_T sums;
 void kf_converted(int, const elem *, const elem *, result *);
 void loop_converted(int, const elem *, const elem *, result *);
 void kf_sums(int, const elem *, const elem *, sums *);
-""" + NOW + TRUNC_BF16 + r"""
-static result convert(sums w)
+""" + NOW + TRUNC_BF16 + TABLES + r"""
+static result convert(sums w, size_t i, size_t j)
 {
+    (void)i, (void)j;
     return CONVERT;
 }
 
@@ -93,6 +118,7 @@ int main(int argc, char **argv)
     double best[3] = {1e30, 1e30, 1e30};
     int round, v;
     (void)argc;
+    fill_tables();
     srand(1);
     for (i = 0; i < nn; i++) {
         a[i] = (elem)(FILL);
@@ -116,7 +142,7 @@ int main(int argc, char **argv)
         return 1;
     }
     for (i = 0; i < nn; i++) {
-        result x = convert(cs[i]);
+        result x = convert(cs[i], i / (size_t)n, i % (size_t)n);
         if (memcmp(&x, &c[i], sizeof x)) {
             fprintf(stderr, "the GEMM with a C of the sums' type differs\n");
             return 1;
@@ -133,14 +159,16 @@ def build(work: Path, kind: str) -> Path:
     sources = []
     for name, c_type, value in (("kf_converted", c, store), ("kf_sums", acc, "acc")):
         src = work / f"{name}.c"
-        src.write_text(NEST.format(name=name, a=a, c=c_type, acc=acc, widen=widen, store=value))
+        src.write_text(NEST.format(name=name, a=a, c=c_type, acc=acc, widen=widen, store=value,
+                                   prelude=PRELUDE.get(kind, "")))
         result = rewrite_file(str(src), RewriteOptions(target="x86-auto"))
         if not any(r.replaced for r in result.remarks):
             sys.exit(f"{name}: not rewritten: {[r.message() for r in result.remarks]}")
         (work / f"{name}.kf.c").write_text(result.text)
         sources.append(str(work / f"{name}.kf.c"))
     (work / "loop.c").write_text(NEST.format(name="loop_converted", a=a, c=c, acc=acc,
-                                             widen=widen, store=store))
+                                             widen=widen, store=store,
+                                             prelude=PRELUDE.get(kind, "")))
     (work / "main.c").write_text(HARNESS.replace("A_T", a).replace("C_T", c).replace("S_T", acc)
                                  .replace("FILL", fill).replace("CONVERT", convert))
     exe = work / "converted_results"

@@ -257,12 +257,15 @@ def render_call(spec: GemmSpec, plan: KernelPlan, original: str, indent: str,
     return text.rstrip("\n")
 
 
-def render_converted(spec: GemmSpec, plan: KernelPlan, name: str) -> str:
+def render_converted(spec: GemmSpec, plan: KernelPlan, name: str, hook: str | None = None,
+                     fused: bool = True) -> str:
     """The wrapper `name` of a nest whose C holds another type than its sums (spec.c_store): the
     driver of `plan` on a copy of C of the sums' type, converted into C after it
-    (templates/converted.c.j2, spec.conversion); placed before the function that holds the nest."""
+    (templates/converted.c.j2, spec.conversion), or by `hook` (render_hook, spec.fusion with a
+    sum_copy: the nest's own statements after its k loop) on each panel of the copy as it is
+    final (`fused`) or once after the GEMM; placed before the function that holds the nest."""
     return environment().get_template("converted.c.j2").render(
-        spec=spec, plan=plan, name=name, keep=CONVERTED_KEEP_BYTES,
+        spec=spec, plan=plan, name=name, keep=CONVERTED_KEEP_BYTES, hook=hook, fused=fused,
         value=_converted_value(spec, "$w[$i * $n + $j]", "$c[$i * $ldc + $j]", "$scale"),
         formula=_converted_value(spec, "sum", "C", "scale"))
 

@@ -35,7 +35,8 @@ PURE_FUNCTIONS = frozenset("""
 fabs fabsf fmax fmaxf fmin fminf exp expf exp2 exp2f expm1 expm1f log logf log1p log1pf log2 log2f
 sqrt sqrtf cbrt cbrtf tanh tanhf sinh sinhf cosh coshf sin sinf cos cosf tan tanf atan atanf erf
 erff erfc erfcf pow powf floor floorf ceil ceilf round roundf trunc truncf copysign copysignf
-fma fmaf hypot hypotf
+fma fmaf hypot hypotf rint rintf nearbyint nearbyintf lrint lrintf llrint llrintf lround lroundf
+llround llroundf
 __builtin_inf __builtin_inff __builtin_huge_val __builtin_huge_valf __builtin_nan __builtin_nanf
 """.split())
 
@@ -45,7 +46,7 @@ __builtin_inf __builtin_inff __builtin_huge_val __builtin_huge_valf __builtin_na
 # original's.
 NO_ERRNO_FUNCTIONS = frozenset("""
 fabs fabsf fmax fmaxf fmin fminf floor floorf ceil ceilf round roundf trunc truncf copysign
-copysignf tanh tanhf
+copysignf tanh tanhf rint rintf nearbyint nearbyintf
 __builtin_inf __builtin_inff __builtin_huge_val __builtin_huge_valf __builtin_nan __builtin_nanf
 """.split())
 
@@ -232,11 +233,20 @@ def plain_statements(statements) -> tuple[c_ast.Node, ...]:
     return tuple(one(stmt) for stmt in statements)
 
 
+# Where the hook of a converted C (Fusion.sum_copy) reads the kernels' sum of its element: the
+# copy of C the GEMM sums into ($w, $wn elements a row; hook.c.j2 declares both).
+SUM_COPY_ELEMENT = "$w[$r * $wn + $c]"
+
+
 def epilogue_form(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef, c_type: str,
-                  functions: frozenset[str]) -> tuple[Epilogue, bool]:
+                  functions: frozenset[str], sum_from: str = "") -> tuple[Epilogue, bool]:
     """The epilogue of an accumulator-shaped nest whose k loop sums into `slot` (a scalar name or
-    "<C>"), and whether the sum starts from C's old value (then the GEMM accumulates into C)."""
+    "<C>"), and whether the sum starts from C's old value (then the GEMM accumulates into C).
+    `sum_from`: C text of where the kernels' sum is read, when it is not C's element (a copy of
+    C of another type, SUM_COPY_ELEMENT): then C is only the store's, and the epilogue may read
+    its element's old value (the GEMM does not write it)."""
     cell = _GEN.visit(c_store)
+    sum_cell = c_ast.ID(sum_from) if sum_from else c_store
     reads: list[c_ast.ArrayRef] = []
     # The seed: the only thing the statements before the k loop may do is set the slot.
     seed_stmt = None
@@ -282,14 +292,14 @@ def epilogue_form(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef, c_type:
             continue
         if local_definition(stmt):       # `float v = acc + bias[j];`: the element's own scalar
             check_pure(stmt.init, functions, reads=reads)
-            if _mentions(stmt.init, cell) and not written_c:
+            if _mentions(stmt.init, cell) and not written_c and not sum_from:
                 raise NotGemm("the epilogue reads C's old value")
             continue
         if not isinstance(stmt, c_ast.Assignment) or stmt.op != "=":
             raise NotGemm(f"statement '{_GEN.visit(stmt)}' after the k loop is not a plain "
                           "assignment")
         check_pure(stmt.rvalue, functions, reads=reads)
-        if _mentions(stmt.rvalue, cell) and not written_c:
+        if _mentions(stmt.rvalue, cell) and not written_c and not sum_from:
             raise NotGemm("the epilogue reads C's old value")
         target = _GEN.visit(stmt.lvalue)
         if target == cell:
@@ -300,33 +310,48 @@ def epilogue_form(nest: LoopNest, *, slot: str, c_store: c_ast.ArrayRef, c_type:
         raise NotGemm("the nest does not store its result")
     reads = [r for r in reads if _GEN.visit(r) != cell]
     # One element's epilogue: the accumulator takes the kernel's result plus the seed.
-    body: list[str] = []
+    body: list[c_ast.Node | str] = []
     if declaration is not None:
-        body.append(_GEN.visit(declaration) + ";")
-    body += [_GEN.visit(decl) + ";" for decl in locals_]
+        body.append(declaration)
+    body += locals_
     if seed_stmt is not None:
         # The seed converted (and rounded) as the original converts it, in a statement of its
         # own (no multiply-add with the sum), then added to the kernel's sum.
         value = seed_stmt.init if isinstance(seed_stmt, c_ast.Decl) else seed_stmt.rvalue
         if _is_zero(value) and isinstance(seed_stmt, c_ast.Decl):
-            decl = c_ast.Decl(seed_stmt.name, seed_stmt.quals, seed_stmt.align, seed_stmt.storage,
-                              seed_stmt.funcspec, seed_stmt.type, c_store, seed_stmt.bitsize)
-            body.append(_GEN.visit(decl) + ";")
+            body.append(c_ast.Decl(seed_stmt.name, seed_stmt.quals, seed_stmt.align,
+                                   seed_stmt.storage, seed_stmt.funcspec, seed_stmt.type, sum_cell,
+                                   seed_stmt.bitsize))
         elif _is_zero(value):
-            body.append(_GEN.visit(c_ast.Assignment("=", seed_stmt.lvalue, c_store)) + ";")
+            body.append(c_ast.Assignment("=", seed_stmt.lvalue, sum_cell))
         elif slot != "<C>":
-            body.append(_GEN.visit(seed_stmt) + ";")
+            body.append(seed_stmt)
             acc = c_ast.ID(slot)
-            body.append(_GEN.visit(c_ast.Assignment("=", acc, c_ast.BinaryOp("+", c_store, acc)))
-                        + ";")
+            body.append(c_ast.Assignment("=", acc, c_ast.BinaryOp("+", sum_cell, acc)))
         else:               # `$seed`: a fresh name (hygiene.Names.bind)
             body.append(f"{{ {c_type} $seed = {_GEN.visit(value)}; {cell} = {cell} + $seed; }}")
     elif slot != "<C>":
         raise NotGemm(f"'{slot}' is accumulated before it is set")
-    body += [_GEN.visit(stmt) + ";" for stmt in nest.post]
+    body += nest.post
     loops = tuple(_header(lp.node) for lp in nest.loops[:2])
-    return Epilogue(loops=loops, body=tuple(body), reads=tuple(reads), slot=slot,
+    return Epilogue(loops=loops, body=_declarations_first(body), reads=tuple(reads), slot=slot,
                     c_store=c_store), from_c
+
+
+def _declarations_first(statements: list[c_ast.Node | str]) -> tuple[str, ...]:
+    """The statements as C text, a block opened before each declaration that follows a statement
+    (and closed at the end): C89 declares at the start of a block only, and the epilogue's
+    statements go where they may not all be first (`acc = <sum>; float v = acc + b[j];`)."""
+    out: list[str] = []
+    opened, after_statement = 0, False
+    for stmt in statements:
+        declares = isinstance(stmt, c_ast.Decl)
+        if declares and after_statement:
+            out.append("{")
+            opened, after_statement = opened + 1, False
+        out.append(stmt if isinstance(stmt, str) else _GEN.visit(stmt) + ";")
+        after_statement = after_statement or not declares
+    return (*out, *["}"] * opened)
 
 
 def _plain_local(stmt: c_ast.Node) -> bool:
@@ -398,17 +423,26 @@ class Fusion:
     iterators: tuple[str, ...]      # declarations: the row and column variables (from $r, $c)
                                     # and the hook's copies of the variables the epilogue sets
     body: tuple[str, ...]           # the epilogue's statements (Epilogue.body)
+    sum_copy: str = ""              # the sums' type where the GEMM sums into a copy of C (a
+                                    # converted C, spec.c_store): the hook reads each sum from
+                                    # it ($ctx[0], its row length at $ctx[1]; the captures follow)
+    in_order: bool = False          # ... called once over the whole copy after the GEMM, never
+                                    # on panels: the elements in the nest's order (errno's last
+                                    # value is the nest's)
+    columns_first: bool = False     # ... which walks C's columns in its outer loop
 
 
 def fusion_form(nest: LoopNest, epi: Epilogue, scope, facts, nest_ids: set[int],
                 rows: tuple[str, str], cols: tuple[str, str], var_types: dict[str, str],
-                functions=None) -> Fusion:
+                functions=None, sum_copy: str = "", in_order: str = "") -> Fusion:
     """The epilogue of `nest` as a hook, or NotGemm saying why it runs as a separate pass.
     `rows`/`cols`: the user's variables of C's rows and columns with the C text of their first
     value.  The element order changes (panel by panel), which only matters for what an element's
     epilogue leaves behind outside C: so what it sets must be dead after the nest (the hook has
     its own copy), and what it reads must not be set by the nest (the hook reads the values the
-    variables have when the nest starts)."""
+    variables have when the nest starts).  `in_order` ("rows" or "columns", C's order in the
+    nest's two outer loops): the hook may be called once over all of C in that order, the nest's
+    own: then an epilogue that may set errno is a hook too (Fusion.in_order)."""
     statements = (*nest.pre, *nest.post)
     own = {s.name for s in statements if isinstance(s, c_ast.Decl)}
     written = {s.lvalue.name for s in statements
@@ -421,7 +455,7 @@ def fusion_form(nest: LoopNest, epi: Epilogue, scope, facts, nest_ids: set[int],
     calls = sorted({_GEN.visit(n.name) for s in statements for n in walk(s)
                     if isinstance(n, c_ast.FuncCall)}
                    - getattr(functions, "errno_free", NO_ERRNO_FUNCTIONS))
-    if calls:
+    if calls and not in_order:
         raise NotGemm(f"the epilogue calls '{calls[0]}', which may set errno: which element's "
                       "error is the last one depends on the elements' order")
     for name in sorted(set().union(*(names_in(s) for s in statements))):
@@ -479,7 +513,7 @@ def fusion_form(nest: LoopNest, epi: Epilogue, scope, facts, nest_ids: set[int],
     for name in wanted:
         need(name)
     captures = []
-    for q, name in enumerate(order):
+    for q, name in enumerate(order, start=2 if sum_copy else 0):
         decl = scope.lookup(name)
         storage = decl.storage or []
         if "register" in storage or "extern" in storage:
@@ -500,7 +534,9 @@ def fusion_form(nest: LoopNest, epi: Epilogue, scope, facts, nest_ids: set[int],
         captures.append((_GEN.visit(hook_decl) + ";", f"(const void *)&{name}"))
     iterators = tuple(f"{var_types[var]} {var} = ({var_types[var]})({first} + ${tag});"
                       for (var, first), tag in ((rows, "r"), (cols, "c")))
-    return Fusion(captures=tuple(captures), iterators=(*iterators, *scratch), body=epi.body)
+    return Fusion(captures=tuple(captures), iterators=(*iterators, *scratch), body=epi.body,
+                  sum_copy=sum_copy, in_order=bool(calls),
+                  columns_first=bool(calls) and in_order == "columns")
 
 
 _C_WORD = re.compile(r"\b[A-Za-z_]\w*\b")

@@ -13,7 +13,7 @@ from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
 from kernelfarer.affine import IndexConverter, NotAffine, Poly
-from kernelfarer.canon_base import assigned_names, names_in
+from kernelfarer.canon_base import assigned_names, names_in, walk
 from kernelfarer.ctype import Scalar, Scope
 
 
@@ -167,13 +167,34 @@ def split_nest(outer: c_ast.For) -> tuple[list[c_ast.For], list, list, list]:
             raise NotGemm("not a 3-deep loop nest: the second loop's body does not hold exactly "
                           "one loop" if fors else "not a 3-deep loop nest (2 loops)")
         third = items[fors[0]]
-        pre, post = items[:fors[0]], items[fors[0] + 1:]
+        pre, post = items[:fors[0]], _unblocked(items[fors[0] + 1:], outer)
     body = _statements(third.stmt)
     if any(isinstance(s, c_ast.For) for s in body):
         raise NotGemm("loop nest deeper than 3 loops")
     if not body:
         raise NotGemm("the innermost loop has an empty body")
     return [outer, second, third], pre, body, post
+
+
+def _unblocked(statements: list[c_ast.Node], outer: c_ast.For) -> list[c_ast.Node]:
+    """The statements after the k loop with a block among them (`{ long t = acc * m[j]; ...
+    c[i][j] = t >> 8; }`) spelled as its statements, where that changes no name's meaning: what
+    the block declares is named nowhere else in the nest."""
+    out: list[c_ast.Node] = []
+    for stmt in statements:
+        items = stmt.block_items or [] if isinstance(stmt, c_ast.Compound) else None
+        if items is None:
+            out.append(stmt)
+            continue
+        inside = {id(n) for n in walk(stmt)}
+        own = {item.name for item in items if isinstance(item, c_ast.Decl)}
+        elsewhere = {n.name for n in walk(outer) if id(n) not in inside
+                     and isinstance(n, (c_ast.ID, c_ast.Decl))}
+        if own & elsewhere:
+            out.append(stmt)
+        else:
+            out += _unblocked(list(items), outer)
+    return out
 
 
 def parse_loop(node: c_ast.For, scope: Scope, outer_vars: list[str],

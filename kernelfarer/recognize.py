@@ -23,9 +23,9 @@ from kernelfarer.canon_base import assigned_names, computes_value, names_in, wal
 from kernelfarer.canonical import Canonical
 from kernelfarer.ctype import DOUBLE, FLOAT, Scalar, Scope
 from kernelfarer.diagnostics import SourceLocation
-from kernelfarer.epilogue import epilogue_form, fusion_form, plain_statements
+from kernelfarer.epilogue import (PURE_FUNCTIONS, SUM_COPY_ELEMENT, epilogue_form, fusion_form,
+                                  plain_statements)
 from kernelfarer.evaluate import ZERO, Evaluator, Lin, _one_line, lin_add
-from kernelfarer.epilogue import PURE_FUNCTIONS
 from kernelfarer.fission import around_form, around_guards, side_statement
 from kernelfarer.guards import (FunctionFacts, alias_guards, bound_guards, memory_symbols,
                                 not_negative, row_tables, scalar_alias_guards, simplify_guards,
@@ -82,16 +82,24 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     conversion = None      # ... how int sums become C's floats (spec.conversion)
     scale_symbols: set[str] = set()     # ... the variable its scale reads (read once)
     acc_type = _accumulator_type(nest, scope)
+    as_written = nest      # the nest before a converted C's store is taken apart
+    not_a_conversion = None     # why a converted C's store is none of spec.Conversion's forms
     if e.kind == "float" and e.bits == 16 and acc_type is not None \
             and (acc_type.kind, acc_type.bits) == ("float", 32):
         nest = _converted_c_nest(nest, scope, conv, ev.aliases, c_access)
         c_store, dtype = e.spelling, DType.F32
-    elif e.kind == "float" and e.bits >= 32 and acc_type is not None \
-            and (acc_type.kind, acc_type.bits) == ("int", 32):
+    elif acc_type is not None and (acc_type.kind, acc_type.bits) == ("int", 32) \
+            and e.kind in ("int", "float") and (e.kind, e.bits) != ("int", 32):
         nest = _converted_c_nest(nest, scope, conv, ev.aliases, c_access, acc_type)
-        nest, conversion, scale_symbols = _int_sums_conversion(nest, scope, c_access,
-                                                               acc_type)
         c_store, dtype = e.spelling, DType.I32
+        try:
+            if e.kind != "float" or e.bits < 32:
+                raise NotGemm(f"'{c_access.array}' holds {e.spelling}, converted from "
+                              f"{acc_type.spelling} sums")
+            nest, conversion, scale_symbols = _int_sums_conversion(nest, scope, c_access,
+                                                                   acc_type)
+        except NotGemm as exc:
+            not_a_conversion = exc
     else:
         dtype = DType.for_result(e.kind, e.bits, e.signed, e.spelling)
     if dtype is None:
@@ -112,15 +120,21 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     ev.dtype, ev.c_access = dtype, c_access
     epi = None
     try:
+        if not_a_conversion is not None:
+            raise not_a_conversion
         final = _evaluate(nest, ev)
         alpha, beta, init = _gemm_form(final, nest)
     except NotGemm as linear_failure:
-        if nest.perfect or functions is None or dtype is DType.F16 or c_store:
+        if nest.perfect or functions is None or dtype is DType.F16:
             raise
+        # A converted C's store that is no plain conversion runs as the nest wrote it, on each
+        # sum read from the copy (a hook of the converted wrapper: `converted.c.j2`).
+        nest = as_written if c_store else nest
         # the epilogue's `acc += b[j]` and `if (acc < 0) acc = 0;` as plain assignments
         nest = replace(nest, post=plain_statements(nest.post))
         ev, alpha, epi, init = _epilogue_attempt(nest, scope, conv, dtype, c_access, functions,
-                                                 linear_failure)
+                                                 linear_failure,
+                                                 sum_from=SUM_COPY_ELEMENT if c_store else "")
         beta = Poly.const(1)
     if dtype is DType.F16 and (alpha != Poly.const(1) or beta not in (Poly.const(0),
                                                                      Poly.const(1))):
@@ -247,7 +261,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
             acc = flatten_access(read, scope, IndexConverter(scope, iterators), ev.aliases)
             if acc.array == c_access.array:
                 raise NotGemm(f"the epilogue reads '{acc.array}', the result")
-            view, rs, cs = operand(acc, m_var, n_var, False)
+            view, rs, cs = operand(acc, m_var, n_var, False, element=acc.elem.spelling)
             ranges["epilogue"] = (view, rs, cs, sizes[m_var], sizes[n_var])
             if set(acc.index.split(iterators)[0]) - {m_var, n_var}:
                 raise NotGemm(f"the epilogue reads '{acc.array}' along the k loop")
@@ -269,8 +283,14 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
             fusion = fusion_form(nest, epi, scope, facts, nest_ids,
                                  (m_var, starts[m_var].to_c()), (n_var, starts[n_var].to_c()),
                                  {v: loops[v].var_type.spelling for v in (m_var, n_var)},
-                                 functions)
+                                 functions, sum_copy=dtype.ctype if c_store else "",
+                                 # a converted C's hook may run once, in the nest's order
+                                 in_order=_c_order(nest, m_var, n_var)
+                                 if c_store and not canon.reordered else "")
         except NotGemm as exc:
+            if c_store:     # the hook is where a converted C's store runs: no pass without it
+                raise NotGemm(f"'{c_access.array}' holds {c_store}, stored from {dtype.ctype} "
+                              f"sums by statements that run on each sum apart: {exc}") from None
             fusion_refusal = str(exc)
     if canon.reordered and epi is not None and fusion is None:
         # the pass after the GEMM runs the canonical loops' order, not the original's
@@ -288,8 +308,8 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
             return ArrayOperand(base=view.base, rs=rs.to_c(),
                                 cs=cs.to_c() if cs.const_value() is None else cs.const_value())
         try:
-            if dtype.kind != "float":
-                raise NotGemm(f"C holds {dtype.ctype}")
+            if dtype.kind != "float" or c_store:
+                raise NotGemm(f"C holds {c_store or dtype.ctype}")
             steps = tile_program(nest, slot=epi.slot, c_store=epi.c_store, scope=scope,
                                  T=FLOAT if dtype.ctype == "float" else DOUBLE,
                                  iterators=set(iterators), functions=functions)
@@ -526,6 +546,12 @@ def _int_sums_conversion(nest: LoopNest, scope: Scope, c_access: Access,
     return replace(nest, post=(*nest.post[:at], store, *nest.post[at + 1:])), conversion, symbols
 
 
+def _c_order(nest: LoopNest, m_var: str, n_var: str) -> str:
+    """The order the nest's two outer loops walk C in: "rows" (m outer, n inner), "columns"."""
+    return {(m_var, n_var): "rows", (n_var, m_var): "columns"}.get(
+        tuple(lp.var for lp in nest.loops[:2]), "")
+
+
 def _evaluate(nest: LoopNest, ev: Evaluator) -> Lin:
     """Final symbolic value of the C element over one (m, n) iteration."""
     if nest.perfect:
@@ -573,9 +599,11 @@ def _evaluate(nest: LoopNest, ev: Evaluator) -> Lin:
 
 
 def _epilogue_attempt(nest: LoopNest, scope: Scope, conv: IndexConverter, dtype: DType,
-                      c_access: Access, functions: frozenset[str], linear_failure: NotGemm):
+                      c_access: Access, functions: frozenset[str], linear_failure: NotGemm,
+                      sum_from: str = ""):
     """A nest whose stored value is not linear in the sum: try it as GEMM + element-wise epilogue.
-    Fails with the linear reason when the shape is not even that."""
+    Fails with the linear reason when the shape is not even that.  `sum_from`: where the
+    epilogue reads the kernels' sum when it is not C (a converted C's copy, epilogue_form)."""
     ev = Evaluator(scope=scope, conv=conv, dtype=dtype, c_access=c_access)
     for decl in nest.hoisted:
         ev.alias(decl)
@@ -603,7 +631,8 @@ def _epilogue_attempt(nest: LoopNest, scope: Scope, conv: IndexConverter, dtype:
                    if isinstance(s, c_ast.Assignment) and isinstance(s.lvalue, c_ast.ArrayRef))
     try:
         epi, from_c = epilogue_form(nest, slot=slot, c_store=c_store,
-                                    c_type=c_access.elem.spelling, functions=functions)
+                                    c_type=c_access.elem.spelling, functions=functions,
+                                    sum_from=sum_from)
     except NotGemm as exc:
         raise NotGemm(f"{linear_failure} (as an epilogue: {exc})") from None
     # The outside scalars the caller checks for liveness: the nest's own locals plus the slots.

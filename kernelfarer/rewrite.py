@@ -175,25 +175,37 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
         plan = plans[key]
         original = source.text[span.start:span.end]
         indent = source.indentation(span.start)
-        if not options.fuse_epilogues and spec.fusion is not None:
+        if not options.fuse_epilogues and spec.fusion is not None and not spec.c_store:
             spec = replace(spec, fusion=None, fusion_refusal="turned off (fuse_epilogues)")
         hook = names.fresh("kf_epilogue", set(hooks)) if spec.fusion is not None else None
         converted = names.fresh("kf_converted_c", set(hooks)) if spec.c_store else None
         call = backend.call(backends.Site(spec, plan, original, indent, cand.node, hook,
                                           converted))
         edits.append(_Edit(span.start, span.end, names.bind(call.text)))
-        if hook is not None and call.plan is not None and hook in call.text:
+        if hook is not None and call.plan is not None and (
+                hook in call.text or converted is not None and converted in call.text):
             hooks[hook] = _Edit(func_start, func_start, names.bind(emit.render_hook(spec, hook)))
         if converted is not None and call.plan is not None and converted in call.text:
-            hooks[converted] = _Edit(func_start, func_start,
-                                     names.bind(emit.render_converted(spec, call.plan, converted)))
+            # (a hook of its own, with a converted C, is where the nest's store runs: the
+            # wrapper calls it once after the GEMM where epilogues are not to be fused)
+            hooks[converted] = _Edit(func_start, func_start, names.bind(emit.render_converted(
+                spec, call.plan, converted, hook, fused=_fused_on_panels(spec, options))))
         if call.plan is not None:
             used.setdefault(call.plan.driver_name, call.plan)
         if call.note:
             notes.append(call.note)
         insert_at = func_start if insert_at is None else min(insert_at, func_start)
         details = tuple({**dict(_details(spec, plan)), **dict(call.details)}.items())
-        if spec.epilogue is not None:
+        if spec.epilogue is not None and spec.c_store:
+            details += (("epilogue", f"{hook} runs the nest's statements after its k loop on "
+                                     "each sum, " + (
+                                         "on each panel of the copy of C once it is final, while "
+                                         "it is in cache" if _fused_on_panels(spec, options) else
+                                         "once over the copy of C after the GEMM, in the nest's "
+                                         "order (" + ("turned off" if not options.fuse_epilogues
+                                                      else "errno's last value is the nest's")
+                                         + ")")),)
+        elif spec.epilogue is not None:
             details += (("epilogue", _tile_note(spec, plan) +
                                      f"fused: {hook} runs on each panel of C once it is final, "
                                      f"while it is in cache ({_tile_rule(plan)}; else once over C "
@@ -202,8 +214,11 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
                             f" (not fused: {spec.fusion_refusal})" if spec.fusion_refusal else "")),)
         if spec.c_store:
             details += (("result", f"C holds {spec.c_store}: the GEMM sums into a copy of C "
-                                   f"of {spec.dtype.ctype}, converted into C once per element as "
-                                   "the nest's store converts its sum"),)
+                                   f"of {spec.dtype.ctype}, " + (
+                                       "from which the nest's own statements store C"
+                                       if spec.epilogue is not None else
+                                       "converted into C once per element as the nest's store "
+                                       "converts its sum")),)
         if cand.pragmas:
             details += (("pragmas", "the nest's #pragma lines (e.g. OpenMP) stay on the original "
                                     "loops, which run when a check fails"),)
@@ -291,6 +306,12 @@ def _conditional_inside(source, first: int, span) -> object | None:
         if tok.kind == "directive" and _CONDITIONAL.match(tok.text):
             return tok
     return None
+
+
+def _fused_on_panels(spec, options: RewriteOptions) -> bool:
+    """Whether a converted C's hook (spec.fusion with a sum_copy) runs on each panel of the copy
+    as the driver finishes it, rather than once over it after the GEMM."""
+    return options.fuse_epilogues and not (spec.fusion is not None and spec.fusion.in_order)
 
 
 def _tile_note(spec, plan) -> str:

@@ -267,22 +267,56 @@ void layer_fp16(int m, int n, int k, const _Float16 *x, const _Float16 *w, _Floa
 }
 """
 
+# int sums stored by the nest's own statements from a copy of C (a hook of the converted C's
+# wrapper): one that reads the function's variables, one that reads file-scope tables only
+QUANTIZED = """
+#include <stdint.h>
+static int32_t qbias[512];
+void dequant(int m, int n, int k, const int8_t *x, const int8_t *w, const float *sx,
+             const float *sw, const float *bias, float *y)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            int32_t acc = 0;
+            float v;
+            for (int p = 0; p < k; p++)
+                acc += x[i * k + p] * w[p * n + j];
+            v = (float)acc * sx[i] * sw[j] + bias[j];
+            y[i * n + j] = v > 0.0f ? v : 0.0f;
+        }
+}
+void requant(const int8_t x[64][256], const int8_t w[256][64], int8_t y[64][64])
+{
+    for (int i = 0; i < 64; i++)
+        for (int j = 0; j < 64; j++) {
+            int32_t acc = qbias[j];
+            for (int p = 0; p < 256; p++)
+                acc += x[i][p] * w[p][j];
+            acc >>= 8;
+            y[i][j] = (int8_t)(acc < -128 ? -128 : acc > 127 ? 127 : acc);
+        }
+}
+"""
+
 
 @pytest.mark.parametrize("compiler", COMPILERS)
-@pytest.mark.parametrize("source", ["unsigned_sizes", "tanh_layer", "half_result"])
+@pytest.mark.parametrize("source", ["unsigned_sizes", "tanh_layer", "half_result", "quantized"])
 def test_call_sites_and_hooks_add_no_warning(tmp_path, compiler, source):
     """What lands in the user's function and beside it: checks that unsigned sizes and strides are
     not negative (gcc's -Wtype-limits would find them always true), a fused epilogue that the
-    vectorizer cannot vectorize (clang would say so at its loop hint, by default), and the float
-    copy of a C of _Float16 (templates/converted.c.j2)."""
+    vectorizer cannot vectorize (clang would say so at its loop hint, by default), the float
+    copy of a C of _Float16 (templates/converted.c.j2) and the int copies of quantized GEMMs
+    whose statements after the k loop run in hooks."""
     text = {"unsigned_sizes": UNSIGNED_SIZES, "tanh_layer": TANH_LAYER,
-            "half_result": HALF_RESULT}[source]
+            "half_result": HALF_RESULT, "quantized": QUANTIZED}[source]
     src = tmp_path / f"{source}.c"
     src.write_text(text)
     out = tmp_path / f"{source}.kf.c"
     done = run_cli("rewrite", src, "-o", out, "--target", TARGET)
     assert done.returncode == 0, done.stderr
     assert "kf_" in out.read_text()
+    if source == "quantized":
+        assert out.read_text().count("kf_converted_c") >= 2, done.stderr
     cc = CLANG if compiler == "clang" else GCC
     flags = FLAGS[compiler]
     if source == "half_result" and compiler == "gcc":

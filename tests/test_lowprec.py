@@ -244,6 +244,48 @@ LOOPS["int8_acc_outside"] = LOOPS["int8"].replace(
     "{\n    for (int i", "{\n    int32_t acc;\n    for (int i").replace("int32_t acc = 0;",
                                                                "acc = 0;")
 LOOPS["int16_conv"] = LOOPS["int16"].replace("int *c", "float *c")
+# C computed from each sum by statements of the nest's own (spec.epilogue with a converted C): the
+# kernels' sums go to a copy of C, from which a hook runs those statements as written.  int8
+# sums times a scale per row and per column plus a bias per column (file-scope tables, checked
+# against C at run time); int8 requantized into an int8 C (a bias seeds the int sum, a file
+# helper rounds, two clamps); fp16 float sums plus a bias, through a relu, rounded to fp16; int16
+# sums shifted and added to C's old int16 value.
+SCALE_TABLES = """
+static float sa[256], sb[256], bias[256];
+static int32_t qbias[256];
+__attribute__((constructor)) static void fill_tables(void)
+{
+    for (int i = 0; i < 256; i++) {
+        sa[i] = 0.001f * (float)(i % 17 + 1);
+        sb[i] = 0.37f / (float)(i % 5 + 1);
+        bias[i] = (float)(i % 11) - 5.25f;
+        qbias[i] = (i * 7919) % 20001 - 10000;
+    }
+}
+"""
+def _with_tables(loop: str) -> str:
+    return "#include <stdint.h>\n" + SCALE_TABLES + loop
+
+
+LOOPS["int8_rowcol"] = _with_tables(LOOPS["int8"].replace("int32_t *c", "float *c").replace(
+    "c[i * ldc + j] = acc;", "c[i * ldc + j] = (float)acc * sa[i] * sb[j] + bias[j];"))
+LOOPS["int8_requant"] = _with_tables(LOOPS["int8"].replace("int32_t *c", "int8_t *c").replace(
+    "void gemm(", "static int32_t round_half_away(float x) "
+                 "{ return (int32_t)(x + (x < 0 ? -0.5f : 0.5f)); }\nvoid gemm(").replace(
+    "int32_t acc = 0;", "int32_t acc = qbias[j];").replace(
+    "c[i * ldc + j] = acc;", """int32_t q = round_half_away((float)acc * 0.0021f) + 3;
+            if (q < -128)
+                q = -128;
+            if (q > 127)
+                q = 127;
+            c[i * ldc + j] = (int8_t)q;"""))
+LOOPS["fp16_bias_relu"] = _with_tables(LOOPS["fp16_out"].replace(
+    "c[i * ldc + j] = (_Float16)acc;", """float v = acc + bias[j];
+            if (v < 0)
+                v = 0;
+            c[i * ldc + j] = (_Float16)v;"""))
+LOOPS["int16_shift_acc"] = LOOPS["int16"].replace("int *c", "short *c").replace(
+    "c[i * ldc + j] = acc;", "c[i * ldc + j] = (short)(c[i * ldc + j] + (acc >> 6));")
 
 # int16: up to 4000 in magnitude, so that no sum of k <= 130 products overflows int32 (the loop's
 # overflow is undefined; the kernels wrap)
@@ -276,6 +318,10 @@ TYPES = {"int8": ("int8_t", "int32_t", INT8_FILL),
          "int16_conv": ("short", "float", "(short)(rand() % 8001 - 4000)"),
          "uint8_deq_acc": ("uint8_t", "float", UINT8_FILL),
          "int8_acc_outside": ("int8_t", "int32_t", INT8_FILL),
+         "int8_rowcol": ("int8_t", "float", INT8_FILL),
+         "int8_requant": ("int8_t", "int8_t", INT8_FILL),
+         "fp16_bias_relu": ("_Float16", "_Float16", f"(_Float16)({EIGHTHS})"),
+         "int16_shift_acc": ("short", "short", "(short)(rand() % 8001 - 4000)"),
          "bf16_tiny": ("__bf16", "float", "small_bf16(rand() % 9 - 4, 0x1p-66f)")}
 
 # bf16 operands: a small integer's float bits, cut to 16 (exact); no float -> bf16 conversion,
@@ -356,7 +402,8 @@ def write_harness(tmp: Path, kind: str) -> None:
 def build_and_run(tmp: Path, kind: str, target: str, blocking: dict, env: dict | None = None,
                   cross: tuple[str, ...] = (), fast: bool = True,
                   flags: tuple[str, ...] | None = None, cppflags: tuple[str, ...] = (),
-                  cflags: tuple[str, ...] = (), edit=None, always_fast: bool = True) -> str:
+                  cflags: tuple[str, ...] = (), edit=None, always_fast: bool = True,
+                  fuse: bool = True) -> str:
     """Rewrite (with `cppflags`; `edit`, when given, changes the rewritten text), build (for the
     target's machine when `cross` names its emulator command: with the target's flags, or
     `flags`; `cflags` in any case) and run; `fast`: every call with m, n, k > 0 must have taken
@@ -365,7 +412,7 @@ def build_and_run(tmp: Path, kind: str, target: str, blocking: dict, env: dict |
     src = tmp / "loop.c"
     src.write_text(LOOPS[kind])
     result = rewrite_file(str(src), RewriteOptions(target=target, blocking=blocking,
-                                                   cppflags=cppflags))
+                                                   cppflags=cppflags, fuse_epilogues=fuse))
     assert any(r.replaced for r in result.remarks), [r.message() for r in result.remarks]
     (tmp / "rewritten.c").write_text(edit(result.text) if edit else result.text)
     write_harness(tmp, kind)
@@ -490,49 +537,57 @@ def test_fp16_sums_rounded_otherwise_are_not_taken(tmp_path, nest) -> None:
     assert why in result.remarks[0].message(), result.remarks[0].message()
 
 
-# C of fp16 whose float sum is rounded elsewhere than at one store after the k loop, or added to
-# C's old value in 16 bits: (statements after the k loop, or in it, reason).  The sum is
-# `float acc` started at 0; `hs` a global _Float16.
+# C of fp16 whose float sum is rounded elsewhere than at one store after the k loop, or read
+# back: (statements after the k loop, or in it, reason).  The sum is `float acc` started at 0.
 HALF_RESULT_NOT_TAKEN = {
     "store in the k loop": ("", "c[i * ldc + j] = acc;", "is stored to before its float sum"),
     "two stores": ("c[i * ldc + j] = acc; c[i * ldc + j] = c[i * ldc + j] * 0.5f;", "",
                    "stored once"),
     "read back": ("c[i * ldc + j] = acc; g = c[i * ldc + j];", "", "not read back"),
-    "C + C in fp16": ("c[i * ldc + j] = c[i * ldc + j] + c[i * ldc + j] + acc;", "",
-                      "rounded to 16 bits"),
-    "C * 2 in fp16": ("c[i * ldc + j] = c[i * ldc + j] * 2 + acc;", "", "rounded to 16 bits"),
-    "fp16 scale": ("c[i * ldc + j] = hs * c[i * ldc + j] + acc;", "", "rounded to 16 bits"),
-    "sum rounded first": ("c[i * ldc + j] = (_Float16)acc + c[i * ldc + j];", "",
-                          "rounded to 16 bits"),
-    "sum rounded in a temporary": ("_Float16 t = acc; c[i * ldc + j] = t + c[i * ldc + j];", "",
-                                   "'t' is _Float16"),
-    "rounded sum added": ("c[i * ldc + j] += (_Float16)acc;", "", "conversion to '_Float16'"),
 }
-HALF_RESULT_TAKEN = ("c[i * ldc + j] = (_Float16)acc;", "c[i * ldc + j] += acc;",
-                     "c[i * ldc + j] = 2.0f * c[i * ldc + j] + acc;",
-                     "c[i * ldc + j] = (float)hs * c[i * ldc + j] + acc;")
+# ... stored once from the complete sum: as a plain conversion (the wrapper's pass), or, where
+# the store computes in 16 bits (C's old value, a _Float16 scale, the sum rounded first), by the
+# nest's own statements run on each sum in a hook (spec.epilogue), as the user's build computes
+# them; `hs` is a global _Float16.
+HALF_RESULT_TAKEN = {
+    "rounded": ("c[i * ldc + j] = (_Float16)acc;", False),
+    "added": ("c[i * ldc + j] += acc;", False),
+    "C scaled": ("c[i * ldc + j] = 2.0f * c[i * ldc + j] + acc;", False),
+    "fp16 scale widened": ("c[i * ldc + j] = (float)hs * c[i * ldc + j] + acc;", False),
+    "C + C in fp16": ("c[i * ldc + j] = c[i * ldc + j] + c[i * ldc + j] + acc;", True),
+    "C * 2 in fp16": ("c[i * ldc + j] = c[i * ldc + j] * 2 + acc;", True),
+    "fp16 scale": ("c[i * ldc + j] = hs * c[i * ldc + j] + acc;", True),
+    "sum rounded first": ("c[i * ldc + j] = (_Float16)acc + c[i * ldc + j];", True),
+    "sum rounded in a temporary": ("_Float16 t = acc; c[i * ldc + j] = t + c[i * ldc + j];",
+                                   True),
+    "rounded sum added": ("c[i * ldc + j] += (_Float16)acc;", True),
+    "bias and relu": ("float v = acc + bias[j]; c[i * ldc + j] = v > 0 ? v : 0;", True),
+}
 
 
-# int8 sums into a float C converted otherwise than once, as the sum times a scale (and added to
-# C): (statements after the k loop, reason).  `si` is an int, `sv` a float array.
+# int8 sums into a float C stored otherwise than once, or read before the store: (statements
+# after the k loop, reason).
 INT_RESULT_NOT_TAKEN = {
-    "int product first": ("c[i * ldc + j] = acc * 2 * 0.5f;", "taken are the sum converted"),
-    "int scale": ("c[i * ldc + j] = acc * si;", "taken are the sum converted"),
-    "scale per row": ("c[i * ldc + j] = (float)acc * sv[i];", "taken are the sum converted"),
     "two stores": ("c[i * ldc + j] = acc; c[i * ldc + j] *= 0.5f;", "stored once"),
     "C read first": ("float old = c[i * ldc + j]; c[i * ldc + j] = old + acc;", "reads 'c'"),
-    "C twice": ("c[i * ldc + j] = c[i * ldc + j] + c[i * ldc + j] * acc;",
-                "taken are the sum converted"),
+}
+# ... stored once from the complete sum by statements that are no plain conversion (an int
+# product first, an int scale, scales per row and column, C's old value twice, a zero point):
+# run as written on each sum (spec.epilogue); `si` is a global int.
+INT_RESULT_BY_HOOK = {
+    "int product first": "c[i * ldc + j] = acc * 2 * 0.5f;",
+    "int scale": "c[i * ldc + j] = acc * si;",
+    "scale per row": "c[i * ldc + j] = (float)acc * sa[i];",
+    "scales and bias": "c[i * ldc + j] = (float)acc * sa[i] * sb[j] + bias[j];",
+    "C twice": "c[i * ldc + j] = c[i * ldc + j] + c[i * ldc + j] * acc;",
+    "zero point": "c[i * ldc + j] = (float)(acc - 3 * qbias[j]) * 0.25f;",
 }
 
 
-@pytest.mark.parametrize("case", sorted(INT_RESULT_NOT_TAKEN))
-def test_int_sums_converted_otherwise_are_not_taken(tmp_path, case) -> None:
-    after, why = INT_RESULT_NOT_TAKEN[case]
-    src = tmp_path / "loop.c"
-    src.write_text(f"""#include <stdint.h>
-int si;
-float sv[64];
+def int_result_loop(after: str) -> str:
+    return f"""#include <stdint.h>
+static int si = 3;
+{SCALE_TABLES}
 void gemm(int m, int n, int k, const int8_t *a, int lda, const int8_t *b, float *c, int ldc)
 {{
     for (int i = 0; i < m; i++)
@@ -543,16 +598,62 @@ void gemm(int m, int n, int k, const int8_t *a, int lda, const int8_t *b, float 
             {after}
         }}
 }}
-""")
+"""
+
+
+@pytest.mark.parametrize("case", sorted(INT_RESULT_NOT_TAKEN))
+def test_int_sums_converted_otherwise_are_not_taken(tmp_path, case) -> None:
+    after, why = INT_RESULT_NOT_TAKEN[case]
+    src = tmp_path / "loop.c"
+    src.write_text(int_result_loop(after))
     result = rewrite_file(str(src), RewriteOptions(target="generic"))
-    assert not result.remarks[0].replaced and why in result.remarks[0].message(), \
-        result.remarks[0].message()
+    assert not result.remarks[-1].replaced and why in result.remarks[-1].message(), \
+        result.remarks[-1].message()
 
 
-def half_result_nest(tmp: Path, in_k: str, after: str) -> Path:
+@pytest.mark.parametrize("target", ["generic", "x86-auto"])
+@pytest.mark.parametrize("case", sorted(INT_RESULT_BY_HOOK))
+def test_int_sums_stored_by_the_nests_statements_equal_the_loop(tmp_path, monkeypatch, case,
+                                                                target) -> None:
+    if target == "x86-auto" and not targets.real_host_runs(targets.TARGETS["x86-avx2"]):
+        pytest.skip("this host does not run AVX2")
+    monkeypatch.setitem(LOOPS, case, int_result_loop(INT_RESULT_BY_HOOK[case]))
+    monkeypatch.setitem(TYPES, case, TYPES["int8_deq"])
+    check_by_hook(tmp_path, case, target)
+
+
+def check_by_hook(tmp: Path, kind: str, target: str) -> None:
+    """`kind`'s nest is taken, C stored by its own statements in a hook, and equals the loop."""
     src = tmp / "loop.c"
-    src.write_text(f"""_Float16 hs;
-float g;
+    src.write_text(LOOPS[kind])
+    remark = rewrite_file(str(src), RewriteOptions(target=target)).remarks[-1]
+    assert remark.replaced, remark.message()
+    assert "the nest's own statements store C" in dict(remark.details)["result"], remark.details
+    out = build_and_run(tmp, kind, target, TINY if target == "generic" else {})
+    assert out.startswith("fast="), out
+
+
+@pytest.mark.parametrize("kind", ["int8_rowcol", "fp16_bias_relu"])
+def test_statements_on_a_copy_of_c_run_once_after_the_gemm_when_not_fused(tmp_path,
+                                                                          kind) -> None:
+    """With fused epilogues turned off, the converted C's wrapper calls its hook once over the
+    whole copy after the GEMM (there is no pass over C to fall back on: C never holds the sums)."""
+    out = build_and_run(tmp_path, kind, "x86-auto" if targets.real_host_runs(
+        targets.TARGETS["x86-avx2"]) else "generic", {}, fuse=False)
+    assert out.startswith("fast="), out
+    text = (tmp_path / "rewritten.c").read_text()
+    assert re.search(r"\n\s+if \(kf_done\)\n\s+kf_epilogue\(kf_hctx, 0, kf_m, 0, kf_n\);", text)
+
+
+def half_result_nest(after: str, in_k: str = "") -> str:
+    return f"""static _Float16 hs = 0.375;
+static float g;
+static float bias[256];
+__attribute__((constructor)) static void fill_bias(void)
+{{
+    for (int i = 0; i < 256; i++)
+        bias[i] = (float)(i % 11) - 5.25f;
+}}
 void gemm(int m, int n, int k, const _Float16 *a, int lda, const _Float16 *b, _Float16 *c,
           int ldc)
 {{
@@ -566,32 +667,42 @@ void gemm(int m, int n, int k, const _Float16 *a, int lda, const _Float16 *b, _F
             {after}
         }}
 }}
-""")
-    return src
+"""
 
 
 @pytest.mark.parametrize("case", sorted(HALF_RESULT_NOT_TAKEN))
 def test_half_results_rounded_otherwise_are_not_taken(tmp_path, case) -> None:
     """The kernels round C's float sum once, after it is complete: a nest that stores a partial
-    sum, reads its rounded store back or computes on fp16 values in 16 bits (the sum, C's old
-    value, a scale) stays as written, with why."""
+    sum, or reads its rounded store back, stays as written, with why."""
     after, in_k, why = HALF_RESULT_NOT_TAKEN[case]
-    result = rewrite_file(str(half_result_nest(tmp_path, in_k, after)),
-                          RewriteOptions(target="generic"))
-    assert not result.remarks[0].replaced and why in result.remarks[0].message(), \
-        result.remarks[0].message()
+    src = tmp_path / "loop.c"
+    src.write_text(half_result_nest(after, in_k))
+    result = rewrite_file(str(src), RewriteOptions(target="generic"))
+    assert not result.remarks[-1].replaced and why in result.remarks[-1].message(), \
+        result.remarks[-1].message()
 
 
-@pytest.mark.parametrize("after", HALF_RESULT_TAKEN)
-def test_half_results_rounded_once_are_taken(tmp_path, after) -> None:
-    result = rewrite_file(str(half_result_nest(tmp_path, "", after)),
-                          RewriteOptions(target="generic"))
-    assert result.remarks[0].replaced, result.remarks[0].message()
-    assert "C holds _Float16" in dict(result.remarks[0].details)["result"]
+@pytest.mark.parametrize("case", sorted(HALF_RESULT_TAKEN))
+def test_half_results_stored_once_are_taken_and_equal_the_loop(tmp_path, monkeypatch,
+                                                               case) -> None:
+    """Operands of eighths: every float sum exact, so C equals the loop's bit for bit through
+    whatever 16-bit arithmetic the store does."""
+    after, by_hook = HALF_RESULT_TAKEN[case]
+    monkeypatch.setitem(LOOPS, case, half_result_nest(after))
+    monkeypatch.setitem(TYPES, case, TYPES["fp16_out"])
+    if by_hook:
+        check_by_hook(tmp_path, case, "generic")
+        return
+    src = tmp_path / "loop.c"
+    src.write_text(LOOPS[case])
+    remark = rewrite_file(str(src), RewriteOptions(target="generic")).remarks[-1]
+    assert remark.replaced, remark.message()
+    assert "converted into C once per element" in dict(remark.details)["result"]
+    assert build_and_run(tmp_path, case, "generic", TINY).startswith("fast=")
 
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
-@pytest.mark.parametrize("kind", ["fp16_out", "bf16_out", "int8_deq"])
+@pytest.mark.parametrize("kind", ["fp16_out", "bf16_out", "int8_deq", "int8_rowcol"])
 def test_converted_results_through_the_compiler_wrapper(tmp_path, kind, opt) -> None:
     """kernelfarer-cc compiles the support code apart (a unit of its own): the wrapper of C's
     float copy stays in the user's unit, its conversions compiled with the user's flags, and
@@ -953,6 +1064,12 @@ CROSS_LOWPREC = {
     "neon-dotprod:int8_deq": ("int8_deq", {"mc": 16, "kc": 8, "nc": 48}, "cortex-a53", None),
     "power10-mma:u8s8_deq": ("u8s8_deq", {"mc": 16, "kc": 8, "nc": 48}, "power9",
                              ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
+    # C stored from each sum by the nest's own statements (a hook on the copy of C)
+    "neon-dotprod:int8_rowcol": ("int8_rowcol", {"mc": 16, "kc": 8, "nc": 48}, "cortex-a53",
+                                 None),
+    "power10-mma:int8_requant": ("int8_requant", {"mc": 16, "kc": 8, "nc": 48}, "power9",
+                                 ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
+    "neon:fp16_bias_relu": ("fp16_bias_relu", {"mc": 16, "kc": 8, "nc": 48}, None, None),
     "power10-mma": ("int8", {"mc": 16, "kc": 8, "nc": 48}, "power9",
                     ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
     "power10-mma:int16": ("int16", {"mc": 16, "kc": 8, "nc": 48}, "power9",
