@@ -254,3 +254,13 @@ def cdef(case: Case) -> str:
     t = case.dtype
     return (f"void {case.name}(int, int, int, int lda, int ldb, int ldc, {t} alpha, "
             f"{t} beta, {t} *A, {t} *B, {t} *C);")
+
+
+def batch_text(prelude: str, cases) -> tuple[str, dict[str, int]]:
+    """One C file of the cases (each with .name and .source) after `prelude`, and the first line
+    of each case in it."""
+    text, first_line = prelude, {}
+    for case in cases:
+        first_line[case.name] = text.count("\n") + 1
+        text += case.source + "\n"
+    return text, first_line

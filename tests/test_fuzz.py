@@ -43,11 +43,7 @@ def run_batch(seed: int, tmp_path, target: str) -> dict:
     rng = random.Random(seed)
     cases = [gemm_gen.make_case(rng, f"case{seed}_{n}", near_miss=rng.random() < 0.3)
              for n in range(CASES_PER_BATCH)]
-    text = gemm_gen.PRELUDE
-    first_line = {}
-    for case in cases:
-        first_line[case.name] = text.count("\n") + 1
-        text += case.source + "\n"
+    text, first_line = gemm_gen.batch_text(gemm_gen.PRELUDE, cases)
     src = tmp_path / f"batch{seed}.c"
     src.write_text(text)
     blocking = _small_blocking(target, rng) if rng.random() < 0.7 else {}
