@@ -81,6 +81,7 @@ bench: deps bench-deps
 	$(PY) bench/converted_results.py --kind bf16
 	$(PY) bench/converted_results.py --kind int8
 	$(PY) bench/converted_results.py --kind int8_rowcol
+	$(PY) bench/converted_results.py --kind int8_zp
 	$(PY) bench/threads.py
 	$(PY) bench/cc_overhead.py
 

@@ -21,11 +21,14 @@ the loop's bit for bit whatever the order of summation (checked), while the conv
 not trivial; int8 ones span their range (int sums are exact anyway).  Same data, best of several
 rounds, one thread; G(FL)OP/s counts 2MNK.
 
+int8_zp sums uint8 operands with zero points, (a - 128) * (b - 119), dequantized: the GEMM of the
+raw operands, whose copy of C gets the operands' row and column sums (spec.offsets), against the
+int32-C GEMM without zero points.
 int8_rowcol dequantizes with a scale per row and per column and a bias per column, statements
 the kernels cannot apply as a plain conversion: they run as written on each sum, in a hook on each
 panel of the copy as the driver finishes it (spec.epilogue with a converted C).
 
-    python bench/converted_results.py [--kind fp16|bf16|int8|int8_rowcol] [--sizes 256,1024,2048]
+    python bench/converted_results.py [--kind fp16|bf16|int8|int8_rowcol|int8_zp] [--sizes ...]
                                       [--rounds 5]
 """
 
@@ -54,7 +57,7 @@ void {name}(int n, const {a} *a, const {a} *b, {c} *c)
         for (int j = 0; j < n; j++) {{
             {acc} acc = 0;
             for (int k = 0; k < n; k++)
-                acc += {widen}a[i * n + k] * {widen}b[k * n + j];
+                acc += {product};
             c[i * n + j] = {store};
         }}
 }}
@@ -74,6 +77,11 @@ KINDS = {
     "int8_rowcol": ("int8_t", "float", "int32_t", "(float)acc * kf_sa[i] * kf_sb[j] + kf_bias[j]",
                     "", "rand() % 256 - 128", "(float)w * kf_sa[i] * kf_sb[j] + kf_bias[j]"),
 }
+# zero points inside the product (spec.offsets): the GEMM of the raw operands, the copy corrected
+# by their row and column sums; the GEMM with an int32 C it is timed against has none
+KINDS["int8_zp"] = ("uint8_t", "float", "int32_t", "(float)acc * 0.0371f", "",
+                    "rand() % 256", "")
+ZERO_POINTS = {"int8_zp": "(a[i * n + k] - 128) * (b[k * n + j] - 119)"}
 # file-scope declarations a kind's store needs
 PRELUDE = {"int8_rowcol": "extern float kf_sa[], kf_sb[], kf_bias[];"}
 TABLES = r"""
@@ -141,7 +149,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "the loop differs from kernelfarer's\n");
         return 1;
     }
-    for (i = 0; i < nn; i++) {
+    for (i = 0; i < nn && !NO_SUMS_CHECK; i++) {
         result x = convert(cs[i], i / (size_t)n, i % (size_t)n);
         if (memcmp(&x, &c[i], sizeof x)) {
             fprintf(stderr, "the GEMM with a C of the sums' type differs\n");
@@ -156,10 +164,13 @@ int main(int argc, char **argv)
 
 def build(work: Path, kind: str) -> Path:
     a, c, acc, store, widen, fill, convert = KINDS[kind]
+    plain = f"{widen}a[i * n + k] * {widen}b[k * n + j]"
+    product = ZERO_POINTS.get(kind, plain)
     sources = []
-    for name, c_type, value in (("kf_converted", c, store), ("kf_sums", acc, "acc")):
+    for name, c_type, value, step in (("kf_converted", c, store, product),
+                                      ("kf_sums", acc, "acc", plain)):
         src = work / f"{name}.c"
-        src.write_text(NEST.format(name=name, a=a, c=c_type, acc=acc, widen=widen, store=value,
+        src.write_text(NEST.format(name=name, a=a, c=c_type, acc=acc, product=step, store=value,
                                    prelude=PRELUDE.get(kind, "")))
         result = rewrite_file(str(src), RewriteOptions(target="x86-auto"))
         if not any(r.replaced for r in result.remarks):
@@ -167,10 +178,11 @@ def build(work: Path, kind: str) -> Path:
         (work / f"{name}.kf.c").write_text(result.text)
         sources.append(str(work / f"{name}.kf.c"))
     (work / "loop.c").write_text(NEST.format(name="loop_converted", a=a, c=c, acc=acc,
-                                             widen=widen, store=store,
+                                             product=product, store=store,
                                              prelude=PRELUDE.get(kind, "")))
     (work / "main.c").write_text(HARNESS.replace("A_T", a).replace("C_T", c).replace("S_T", acc)
-                                 .replace("FILL", fill).replace("CONVERT", convert))
+                                 .replace("FILL", fill).replace("CONVERT", convert or "0")
+                                 .replace("NO_SUMS_CHECK", str(int(kind in ZERO_POINTS))))
     exe = work / "converted_results"
     subprocess.run([CC, "-O3", "-march=native", "-o", str(exe), str(work / "main.c"),
                     str(work / "loop.c"), *sources], check=True)
@@ -190,6 +202,8 @@ def main() -> int:
     print(f"{a} operands summed in {acc}, stored as c = {store} ({c}); square N, one thread, "
           f"-O3 -march=native; G(FL)OP/s (2N^3), best of {args.rounds} rounds; results equal the "
           "loop's bit for bit")
+    if args.kind in ZERO_POINTS:
+        print(f"the sums: {ZERO_POINTS[args.kind]}; the {acc} C GEMM: without the zero points")
     print(f"{'N':>6} {'kernelfarer':>12} {'loop':>8} {acc + ' C':>8}  {'/ loop':>8} "
           f"{'vs ' + acc + ' C':>12}")
     with tempfile.TemporaryDirectory(prefix="kf-converted-") as tmp:

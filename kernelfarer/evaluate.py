@@ -70,6 +70,8 @@ class Evaluator:
     narrow: set = field(default_factory=set)                 # int8 operands of an int32 GEMM,
                                                              # bf16 ones of a float GEMM
     narrow_dtype: DType | None = None                        # ... the GEMM's type then
+    offsets: tuple = ()                                      # zero points added to the
+                                                             # product's reads (recognize)
     unsigned: set = field(default_factory=set)               # the uint8 ones among them
     plain_char: set = field(default_factory=set)             # ... and those of plain `char`
 
@@ -245,6 +247,19 @@ class Evaluator:
             if ka.startswith("r") and kb.startswith("r"):
                 self.products.add((int(ka[1:]), int(kb[1:])))
                 return {"ab": ca * cb}
+        if self.dtype is not None and self.dtype.kind == "int":
+            # (a + za) * (b + zb): zero points of quantized operands, exact in integers as
+            # a*b + zb*a + za*b + za*zb (the terms linear in a read are its zero-point terms,
+            # spec.offsets: recognize._take_offsets)
+            reads_a = [k for k in a if k.startswith("r")]
+            reads_b = [k for k in b if k.startswith("r")]
+            if len(reads_a) == len(reads_b) == 1 and set(a) <= {reads_a[0], "one"} \
+                    and set(b) <= {reads_b[0], "one"}:
+                (ka,), (kb,) = reads_a, reads_b
+                za, zb = a.get("one", Poly.const(0)), b.get("one", Poly.const(0))
+                self.products.add((int(ka[1:]), int(kb[1:])))
+                out = {"ab": a[ka] * b[kb], ka: a[ka] * zb, kb: za * b[kb], "one": za * zb}
+                return {k: v for k, v in out.items() if not v.is_zero()}
         raise NotGemm("the loop body is not a sum of products of two matrix elements")
 
     def _check_elem(self, acc: Access) -> None:

@@ -168,6 +168,14 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     n_var = unit[-1] if len(unit) == 2 else unit[0]
     m_var = next(v for v in c_vars if v != n_var)
     a_acc, b_acc = _assign_roles(first, second, m_var, n_var, k_var, iterators)
+    offsets: tuple[str, ...] = ()   # zero points added to A's and B's elements (spec.offsets)
+    if ev.offsets:
+        za, zb = ev.offsets if a_acc is first else reversed(ev.offsets)
+        if not c_store:
+            raise NotGemm(f"zero points added to the operands ((a + za) * (b + zb)) and C holds "
+                          f"the sums ({c_access.elem.spelling}): taken where C holds another "
+                          "type (a dequantized or requantized result)")
+        offsets = tuple("0" if z.is_zero() else _scalar_c(z, DType.I32) for z in (za, zb))
     char_guards: list[Guard] = []
     if dtype is DType.I8I32:
         unsigned = ev.unsigned | (ev.plain_char if char_unsigned else set())
@@ -356,7 +364,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         fusion=fusion, fusion_refusal=fusion_refusal, tile_steps=tile_steps,
         tile_refusal=tile_refusal,
         load_c=canon.load_c_when or "", canonical=tuple(canon.steps), side=side,
-        c_store=c_store, conversion=conversion,
+        c_store=c_store, conversion=conversion, offsets=offsets,
         description=(_describe_conversion(c_access, a_acc, b_acc, conversion) if conversion
                      else _describe(c_access, a_acc, b_acc, init, _scalar_c(alpha, dtype))) + (
             " then an element-wise epilogue" if epi is not None else "") + (
@@ -546,6 +554,38 @@ def _int_sums_conversion(nest: LoopNest, scope: Scope, c_access: Access,
     return replace(nest, post=(*nest.post[:at], store, *nest.post[at + 1:])), conversion, symbols
 
 
+def _take_offsets(delta: Lin, ev: Evaluator) -> Lin:
+    """One k step's addition `delta` with the zero points of its product, (a + za) * (b + zb),
+    taken out into ev.offsets (za, zb: added to the product's first and second read): what is
+    left is the product alone, a*b.  In integers the sum is exactly sum(a*b) + zb * sum(a) +
+    za * sum(b) + k * za * zb (modulo 2^32 as the loop's int32 sums); a floating-point sum would
+    round otherwise, so only integer GEMMs have zero points.  Anything else is left for the
+    caller to refuse."""
+    extra = {k: v for k, v in delta.items() if k != "ab"}
+    if not extra or "ab" not in delta or ev.dtype is None or ev.dtype.kind != "int" \
+            or len(ev.products) != 1:
+        return delta
+    (ra, rb), = ev.products
+    za, zb, constant = Poly.const(0), Poly.const(0), Poly.const(0)
+    for key, coef in extra.items():
+        read = ev.reads[int(key[1:])] if key.startswith("r") and key[1:].isdigit() else None
+        if key == "one":
+            constant = coef
+        elif read is not None and read.key == ev.reads[ra].key:
+            zb = zb + coef          # zb * a
+        elif read is not None and read.key == ev.reads[rb].key:
+            za = za + coef          # za * b
+        else:
+            return delta
+    if delta["ab"] != Poly.const(1):
+        raise NotGemm("a product with zero points ((a + za) * (b + zb)) is scaled")
+    if constant != za * zb:
+        raise NotGemm("the k loop adds a constant that is not the product of its operands' "
+                      "zero points ((a + za) * (b + zb))")
+    ev.offsets = (za, zb)
+    return {"ab": delta["ab"]}
+
+
 def _c_order(nest: LoopNest, m_var: str, n_var: str) -> str:
     """The order the nest's two outer loops walk C in: "rows" (m outer, n inner), "columns"."""
     return {(m_var, n_var): "rows", (n_var, m_var): "columns"}.get(
@@ -557,7 +597,7 @@ def _evaluate(nest: LoopNest, ev: Evaluator) -> Lin:
     if nest.perfect:
         state = {"<C>": {"x": Poly.const(1)}}
         ev.run(nest.body, state)
-        delta = lin_add(state["<C>"], {"x": Poly.const(1)}, -1)
+        delta = _take_offsets(lin_add(state["<C>"], {"x": Poly.const(1)}, -1), ev)
         if ev.scalars_written - ev.locals_:
             name = sorted(ev.scalars_written - ev.locals_)[0]
             raise NotGemm(f"scalar '{name}' carries a value across iterations of the nest")
@@ -580,7 +620,7 @@ def _evaluate(nest: LoopNest, ev: Evaluator) -> Lin:
             continue
         if value is None:
             raise NotGemm(f"'{slot}' is left unset by the innermost loop")
-        delta = lin_add(value, {f"x:{slot}": Poly.const(1)}, -1)
+        delta = _take_offsets(lin_add(value, {f"x:{slot}": Poly.const(1)}, -1), ev)
         if set(delta) != {"ab"} or summed_slot is not None:
             raise NotGemm("the innermost loop does not accumulate one product sum")
         if entry[slot] is None:
@@ -622,7 +662,7 @@ def _epilogue_attempt(nest: LoopNest, scope: Scope, conv: IndexConverter, dtype:
         ev.run(nest.body, sym)
     except NotGemm:
         raise linear_failure from None
-    summed = [(slot, lin_add(value, {f"x:{slot}": Poly.const(1)}, -1))
+    summed = [(slot, _take_offsets(lin_add(value, {f"x:{slot}": Poly.const(1)}, -1), ev))
               for slot, value in sym.items() if slot in slots and value != {f"x:{slot}": Poly.const(1)}]
     if len(summed) != 1 or set(summed[0][1]) != {"ab"}:
         raise linear_failure

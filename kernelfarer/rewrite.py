@@ -203,7 +203,9 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
                                          "it is in cache" if _fused_on_panels(spec, options) else
                                          "once over the copy of C after the GEMM, in the nest's "
                                          "order (" + ("turned off" if not options.fuse_epilogues
-                                                      else "errno's last value is the nest's")
+                                                      else "after the zero points' sums"
+                                                      if spec.offsets else
+                                                      "errno's last value is the nest's")
                                          + ")")),)
         elif spec.epilogue is not None:
             details += (("epilogue", _tile_note(spec, plan) +
@@ -219,6 +221,11 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
                                        if spec.epilogue is not None else
                                        "converted into C once per element as the nest's store "
                                        "converts its sum")),)
+        if spec.offsets:
+            details += (("zero points", f"A's elements + {spec.offsets[0]}, B's + "
+                                        f"{spec.offsets[1]}: the GEMM of A and B, and the copy "
+                                        "gets zb * A's row sums + za * B's column sums + k za zb "
+                                        "(exact, modulo 2^32 as the nest's int sums)"),)
         if cand.pragmas:
             details += (("pragmas", "the nest's #pragma lines (e.g. OpenMP) stay on the original "
                                     "loops, which run when a check fails"),)
@@ -311,7 +318,8 @@ def _conditional_inside(source, first: int, span) -> object | None:
 def _fused_on_panels(spec, options: RewriteOptions) -> bool:
     """Whether a converted C's hook (spec.fusion with a sum_copy) runs on each panel of the copy
     as the driver finishes it, rather than once over it after the GEMM."""
-    return options.fuse_epilogues and not (spec.fusion is not None and spec.fusion.in_order)
+    return options.fuse_epilogues and not spec.offsets and not (
+        spec.fusion is not None and spec.fusion.in_order)
 
 
 def _tile_note(spec, plan) -> str:

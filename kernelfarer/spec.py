@@ -107,3 +107,6 @@ class GemmSpec:
                                     # on a copy of C of the sums' type, converted into C once
                                     # (emit.render_converted)
     conversion: Conversion | None = None  # ... from int sums: how (None: a plain conversion)
+    offsets: tuple[str, ...] = ()   # ... and zero points (za, zb: C int expressions) the nest
+                                    # adds to A's and B's elements, (a + za) * (b + zb): the copy
+                                    # gets zb * A's row sums + za * B's column sums + k za zb

@@ -9,7 +9,9 @@ Every case has one signature (the tables it does not use are ignored):
 
     void NAME(int m, int n, int k, int lda, int ldb, int ldc, const A *a, const B *b, C *c,
               const float *sa, const float *sb, const float *bias, const int32_t *ibias,
-              const int32_t *mult, const int *shift, float s, int zp)
+              const int32_t *mult, const int *shift, float s, int zp, int za, int zb)
+
+za and zb are zero points some cases add inside the product, (a - za) * (b + zb).
 """
 
 from __future__ import annotations
@@ -115,6 +117,9 @@ def make_case(rng: random.Random, name: str) -> QCase:
     a_ref = "a[i * lda + p]" if a_rows else "a[p * lda + i]"
     b_ref = "b[p * ldb + j]" if b_rows else "b[j * ldb + p]"
     cell = "c[i * ldc + j]" if c_rows else "c[j * ldc + i]"
+    if rng.random() < 0.35:         # zero points inside the product (spec.offsets)
+        a_ref = rng.choice([f"({a_ref} - za)", f"((int32_t){a_ref} + za)", a_ref])
+        b_ref = rng.choice([f"({b_ref} - zb)", f"(zb + {b_ref})", b_ref])
     product = rng.choice([f"{a_ref} * {b_ref}", f"(int32_t){a_ref} * (int32_t){b_ref}",
                           f"{b_ref} * {a_ref}"])
     step = rng.choice([f"{acc} += {product};", f"{acc} = {acc} + {product};"])
@@ -124,11 +129,11 @@ def make_case(rng: random.Random, name: str) -> QCase:
     lines = [f"void {name}(int m, int n, int k, int lda, int ldb, int ldc, const {a_type} *a, "
              f"const {b_type} *b, {c_type} *c, const float *sa, const float *sb, "
              "const float *bias, const int32_t *ibias, const int32_t *mult, const int *shift, "
-             "float s, int zp)", "{"]
+             "float s, int zp, int za, int zb)", "{"]
     if outside:
         lines.append(f"    {acc_type} {acc};")
     lines.append("    (void)sa, (void)sb, (void)bias, (void)ibias, (void)mult, (void)shift, "
-                 "(void)s, (void)zp;")
+                 "(void)s, (void)zp, (void)za, (void)zb;")
     outer, inner = ("i", "m"), ("j", "n")
     if not i_first:
         outer, inner = inner, outer
@@ -147,7 +152,7 @@ def make_case(rng: random.Random, name: str) -> QCase:
     kind = (f"{a_type}x{b_type}->{acc_type}->{what} A{'r' if a_rows else 'c'} "
             f"B{'r' if b_rows else 'c'} C{'r' if c_rows else 'c'} "
             f"{'ij' if i_first else 'ji'}{' outside' if outside else ''} seed={seed}"
-            f"{' block' if block else ''}")
+            f"{' block' if block else ''} step: {step}")
     return QCase(name=name, source="\n".join(lines) + "\n", a_type=a_type, b_type=b_type,
                  c_type=c_type, a_rows=a_rows, b_rows=b_rows, c_rows=c_rows, kind=kind)
 
@@ -159,4 +164,4 @@ def cdef(case: QCase) -> str:
     return (f"void {case.name}(int, int, int, int, int, int, const {plain(case.a_type)} *, "
             f"const {plain(case.b_type)} *, {RESULTS[case.c_type][0]} *, const float *, "
             "const float *, const float *, const int32_t *, const int32_t *, const int *, "
-            "float, int);")
+            "float, int, int, int);")

@@ -284,6 +284,24 @@ LOOPS["fp16_bias_relu"] = _with_tables(LOOPS["fp16_out"].replace(
             if (v < 0)
                 v = 0;
             c[i * ldc + j] = (_Float16)v;"""))
+# zero points inside the product (spec.offsets): the GEMM of the raw operands, its copy of C
+# corrected by the operands' row and column sums.  uint8 x uint8 both offset, an int bias seeding
+# the sum, dequantized; TFLite's reference spelling (the elements held in int32 temporaries, the
+# filter N x K, the offsets added) requantized by a shift into int8.
+LOOPS["u8_zp_deq"] = _with_tables(LOOPS["uint8"].replace("int32_t *c", "float *c").replace(
+    "int32_t acc = 0;", "int32_t acc = qbias[j];").replace(
+    "acc += a[i * lda + p] * b[p * n + j];", "acc += (a[i * lda + p] - 128) * (b[p * n + j] - zb);"
+).replace("c[i * ldc + j] = acc;", "c[i * ldc + j] = acc * 0.00071f;").replace(
+    "void gemm(", "static int zb = 119;\nvoid gemm("))
+LOOPS["int8_zp_tflite"] = _with_tables(LOOPS["int8"].replace("int32_t *c", "int8_t *c").replace(
+    "void gemm(", "static int32_t input_offset = 3, filter_offset = -7;\nvoid gemm(").replace(
+    "acc += a[i * lda + p] * b[p * n + j];", """{
+                int32_t input_val = a[i * lda + p];
+                int32_t filter_val = b[j * k + p];
+                acc += (filter_val + filter_offset) * (input_val + input_offset);
+            }""").replace("c[i * ldc + j] = acc;", """acc = acc >> 8;
+            acc = acc > 127 ? 127 : acc < -128 ? -128 : acc;
+            c[i * ldc + j] = (int8_t)acc;"""))
 LOOPS["int16_shift_acc"] = LOOPS["int16"].replace("int *c", "short *c").replace(
     "c[i * ldc + j] = acc;", "c[i * ldc + j] = (short)(c[i * ldc + j] + (acc >> 6));")
 
@@ -322,6 +340,8 @@ TYPES = {"int8": ("int8_t", "int32_t", INT8_FILL),
          "int8_requant": ("int8_t", "int8_t", INT8_FILL),
          "fp16_bias_relu": ("_Float16", "_Float16", f"(_Float16)({EIGHTHS})"),
          "int16_shift_acc": ("short", "short", "(short)(rand() % 8001 - 4000)"),
+         "u8_zp_deq": ("uint8_t", "float", UINT8_FILL),
+         "int8_zp_tflite": ("int8_t", "int8_t", INT8_FILL),
          "bf16_tiny": ("__bf16", "float", "small_bf16(rand() % 9 - 4, 0x1p-66f)")}
 
 # bf16 operands: a small integer's float bits, cut to 16 (exact); no float -> bf16 conversion,
@@ -599,6 +619,14 @@ void gemm(int m, int n, int k, const int8_t *a, int lda, const int8_t *b, float 
         }}
 }}
 """
+
+
+def test_zero_points_with_a_c_of_the_sums_are_not_taken(tmp_path) -> None:
+    """An int32 C of (a - za) * b sums: the correction needs a copy of C (not taken yet)."""
+    src = tmp_path / "loop.c"
+    src.write_text(LOOPS["uint8"].replace("a[i * lda + p] * b", "(a[i * lda + p] - 128) * b"))
+    remark = rewrite_file(str(src), RewriteOptions(target="generic")).remarks[-1]
+    assert not remark.replaced and "zero points" in remark.message(), remark.message()
 
 
 @pytest.mark.parametrize("case", sorted(INT_RESULT_NOT_TAKEN))
@@ -1070,6 +1098,11 @@ CROSS_LOWPREC = {
     "power10-mma:int8_requant": ("int8_requant", {"mc": 16, "kc": 8, "nc": 48}, "power9",
                                  ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
     "neon:fp16_bias_relu": ("fp16_bias_relu", {"mc": 16, "kc": 8, "nc": 48}, None, None),
+    # zero points: the copy corrected by the operands' sums (MMA: on top of its own B offset)
+    "power10-mma:u8_zp_deq": ("u8_zp_deq", {"mc": 16, "kc": 8, "nc": 48}, "power9",
+                              ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
+    "neon-dotprod:int8_zp_tflite": ("int8_zp_tflite", {"mc": 16, "kc": 8, "nc": 48},
+                                    "cortex-a53", None),
     "power10-mma": ("int8", {"mc": 16, "kc": 8, "nc": 48}, "power9",
                     ("--target=powerpc64le-linux-gnu", "-mcpu=power9")),
     "power10-mma:int16": ("int16", {"mc": 16, "kc": 8, "nc": 48}, "power9",

@@ -1,6 +1,7 @@
 """Randomly generated quantized GEMMs (quant_gen.py), rewritten and compared with the original.
 
-Each case sums int8, uint8 or int16 products in an int accumulator and stores C (float, double,
+Each case sums int8, uint8 or int16 products (zero points added to them or not) in an int
+accumulator and stores C (float, double,
 fp16, int8, uint8, int16, int64) by statements of its own after the k loop: the rewrite runs the
 GEMM of the sums into a copy of C and those statements in a hook.  Int sums are exact, so the
 rewritten function must equal the original bit for bit, on full-range operands, odd sizes and
@@ -103,6 +104,7 @@ def _compare(ffi, original, rewritten, case: quant_gen.QCase, rng: random.Random
     mult = np.array([rng.randint(1 << 29, (1 << 31) - 1) for _ in range(130)], dtype=np.int32)
     shift = np.array([rng.randint(0, 9) for _ in range(130)], dtype=np.int32)
     s, zp = rng.choice((0.0125, 0.00077, 0.5)), rng.choice((0, 3, -128))
+    za, zb = rng.choice((0, 1, -3, 128, -128, 255)), rng.choice((0, 7, -128, 127))
     results = []
     for lib in (original, rewritten):
         c = c0.copy()
@@ -111,10 +113,11 @@ def _compare(ffi, original, rewritten, case: quant_gen.QCase, rng: random.Random
             m, n, k, lda, ldb, ldc, ptr(a, f"{case.a_type} *"), ptr(b, f"{case.b_type} *"),
             ptr(c, f"{quant_gen.RESULTS[case.c_type][0]} *"), ptr(sa, "float *"),
             ptr(sb, "float *"), ptr(bias, "float *"), ptr(ibias, "int32_t *"),
-            ptr(mult, "int32_t *"), ptr(shift, "int *"), s, zp)
+            ptr(mult, "int32_t *"), ptr(shift, "int *"), s, zp, za, zb)
         results.append(c)
     assert results[0].tobytes() == results[1].tobytes(), (
-        f"MISCOMPILE {case.kind} M={m} N={n} K={k} lda={lda} ldb={ldb} ldc={ldc} s={s} zp={zp}"
+        f"MISCOMPILE {case.kind} M={m} N={n} K={k} lda={lda} ldb={ldb} ldc={ldc} s={s} zp={zp} "
+        f"za={za} zb={zb}"
         f"\n{case.source}")
     return m, n, k
 
