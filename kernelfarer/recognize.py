@@ -171,10 +171,12 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     offsets: tuple[str, ...] = ()   # zero points added to A's and B's elements (spec.offsets)
     if ev.offsets:
         za, zb = ev.offsets if a_acc is first else reversed(ev.offsets)
-        if not c_store:
-            raise NotGemm(f"zero points added to the operands ((a + za) * (b + zb)) and C holds "
-                          f"the sums ({c_access.elem.spelling}): taken where C holds another "
-                          "type (a dequantized or requantized result)")
+        if not c_store and epi is not None:
+            raise NotGemm(f"zero points added to the operands ((a + za) * (b + zb)), C holds "
+                          f"the sums ({c_access.elem.spelling}) and the nest computes on them "
+                          "after the k loop (taken where C holds another type)")
+        # the zero points' sums go to a copy of C, which C the sums' own type gets back
+        c_store = c_store or c_access.elem.spelling
         offsets = tuple("0" if z.is_zero() else _scalar_c(z, DType.I32) for z in (za, zb))
     char_guards: list[Guard] = []
     if dtype is DType.I8I32:

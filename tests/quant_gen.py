@@ -1,7 +1,8 @@
-"""Random quantized GEMMs: int8 / uint8 / int16 products summed in an int accumulator, stored
-once into a C of another type by statements of the nest's own, as quantized layers write them
-(scales per tensor, row or column, a bias, a zero point, an activation, requantization with a
-rounding function and a clamp, fixed-point multipliers).  Used by test_quant_fuzz.py: every case
+"""Random quantized GEMMs: int8 / uint8 / int16 products (zero points added or not) summed in an
+int accumulator, stored once into a C of another type by statements of the nest's own, as
+quantized layers write them (scales per tensor, row or column, a bias, a zero point, an
+activation, requantization with a rounding function and a clamp, fixed-point multipliers), or
+into an int32 C as they are.  Used by test_quant_fuzz.py: every case
 must be replaced and equal the original bit for bit (int sums are exact, and the statements after
 the k loop run as written).
 
@@ -33,7 +34,7 @@ OPERANDS = [("int8_t", "int8_t"), ("uint8_t", "int8_t"), ("int8_t", "uint8_t"),
 RESULTS = {"float": ("float", "float32"), "double": ("double", "float64"),
            "int8_t": ("int8_t", "int8"), "uint8_t": ("uint8_t", "uint8"),
            "int16_t": ("int16_t", "int16"), "long long": ("long long", "int64"),
-           "_Float16": ("uint16_t", "uint16")}
+           "_Float16": ("uint16_t", "uint16"), "int32_t": ("int32_t", "int32")}
 CLAMPS = {"int8_t": (-128, 127), "uint8_t": (0, 255), "int16_t": (-32768, 32767)}
 
 
@@ -77,6 +78,8 @@ def _store(rng: random.Random, acc: str, c: str, cell: str) -> tuple[list[str], 
         if how == "+=":
             return [*stmts, f"{cell} += v;"], f"{c} residual"
         return [*stmts, f"{cell} = v;"], c
+    if c == "int32_t":          # the sums themselves (with zero points: through a copy)
+        return [f"{cell} {rng.choice(['=', '+='])} {acc};"], "int32"
     if c == "long long":
         return [f"{cell} = (long long){acc} * 3 - 1;"], "int64"
     lo, hi = CLAMPS[c]
@@ -108,12 +111,13 @@ def make_case(rng: random.Random, name: str) -> QCase:
     c_type = rng.choice(list(RESULTS))
     a_rows, b_rows = rng.random() < 0.7, rng.random() < 0.7
     c_rows = rng.random() < 0.8
-    acc_type = "uint32_t" if a_type == b_type == "uint8_t" and rng.random() < 0.5 else \
-        rng.choice(["int32_t", "int"])
+    acc_type = "uint32_t" if a_type == b_type == "uint8_t" and rng.random() < 0.5 \
+        and c_type != "int32_t" else rng.choice(["int32_t", "int"])
     acc = rng.choice(["acc", "sum", "total"])
     i_first = rng.random() < 0.75
     outside = rng.random() < 0.3              # the accumulator declared before the loops
-    seed = rng.choice(["0", "0", "ibias[j]", "ibias[i]"]) if acc_type != "uint32_t" else "0"
+    seed = rng.choice(["0", "0", "ibias[j]", "ibias[i]"]) \
+        if acc_type != "uint32_t" and c_type != "int32_t" else "0"
     a_ref = "a[i * lda + p]" if a_rows else "a[p * lda + i]"
     b_ref = "b[p * ldb + j]" if b_rows else "b[j * ldb + p]"
     cell = "c[i * ldc + j]" if c_rows else "c[j * ldc + i]"
