@@ -741,7 +741,8 @@ def test_half_results_stored_once_are_taken_and_equal_the_loop(tmp_path, monkeyp
 
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
-@pytest.mark.parametrize("kind", ["fp16_out", "bf16_out", "int8_deq", "int8_rowcol"])
+@pytest.mark.parametrize("kind", ["fp16_out", "bf16_out", "int8_deq", "int8_rowcol",
+                                  "u8_zp_deq"])
 def test_converted_results_through_the_compiler_wrapper(tmp_path, kind, opt) -> None:
     """kernelfarer-cc compiles the support code apart (a unit of its own): the wrapper of C's
     float copy stays in the user's unit, its conversions compiled with the user's flags, and
