@@ -128,8 +128,10 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         if nest.perfect or functions is None or dtype is DType.F16:
             raise
         # A converted C's store that is no plain conversion runs as the nest wrote it, on each
-        # sum read from the copy (a hook of the converted wrapper: `converted.c.j2`).
+        # sum read from the copy (a hook of the converted wrapper: `converted.c.j2`), which
+        # converts nothing itself.
         nest = as_written if c_store else nest
+        conversion, scale_symbols = None, set()
         # the epilogue's `acc += b[j]` and `if (acc < 0) acc = 0;` as plain assignments
         nest = replace(nest, post=plain_statements(nest.post))
         ev, alpha, epi, init = _epilogue_attempt(nest, scope, conv, dtype, c_access, functions,
