@@ -384,8 +384,8 @@ def _amx(kr: int, dp: str, raw: str) -> KernelShape:
     return KernelShape(
         mr=32, nr=32, lanes=16, kr=kr, own_packing=True, template="kernels/x86_amx.c.j2",
         flushes=dp == "_tile_dpbf16ps",
-        isa=dict(loadconfig="_tile_loadconfig", zero="_tile_zero", loadd="_tile_loadd", dp=dp,
-                 stored="_tile_stored", release="_tile_release", ready="_ready", raw=raw))
+        isa=dict(loadconfig="_tile_loadconfig", storeconfig="_tile_storeconfig", zero="_tile_zero",
+                 loadd="_tile_loadd", dp=dp, stored="_tile_stored", ready="_ready", raw=raw))
 
 
 _AMX = {
@@ -689,11 +689,14 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
                     "(other types: x86-avx512)", ("avx512f", "avx512vnni"),
                     ("avx512f", "avx512_vnni"), "avx512f,avx512vnni,avx2,fma", _AVX512_VNNI, 31,
                     "defined(__AVX512F__) && defined(__AVX512VNNI__)"),
+        # AVX-512 for the kernels' edge blocks (every AMX CPU has it); isa_macro "0": a file
+        # built for AMX still keeps the paths below it, for a process Linux refuses the tiles
         _x86_target("x86-amx", "x86-64 with AMX (tile registers, tdpbssd, tdpbf16ps): int8 and "
-                    "bf16 GEMMs (other types: x86-avx512)", ("amx-tile", "amx-int8", "amx-bf16"),
-                    ("amx_tile", "amx_int8", "amx_bf16"), "amx-tile,amx-int8,amx-bf16", _AMX, 32,
-                    "defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__AMX_BF16__)",
-                    headers=("sys/syscall.h",)),
+                    "bf16 GEMMs (other types: x86-avx512)",
+                    ("amx-tile", "amx-int8", "amx-bf16", "avx512f"),
+                    ("amx_tile", "amx_int8", "amx_bf16", "avx512f"),
+                    "amx-tile,amx-int8,amx-bf16,avx512f,avx512bw,avx512vl,avx2,fma", _AMX, 32,
+                    "0", headers=("sys/syscall.h",)),
         _x86_target("x86-avx512-bf16", "x86-64 with AVX512-BF16: bf16 GEMMs summed in float with "
                     "vdpbf16ps (other types: x86-avx512)", ("avx512f", "avx512bf16"),
                     ("avx512f", "avx512_bf16"), "avx512f,avx512bf16,avx512bw,avx512vl,avx2,fma",

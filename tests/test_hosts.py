@@ -225,6 +225,34 @@ def test_dispatch_emits_only_reachable_paths(tmp_path, flags, present, absent) -
         assert not re.search(rf"kf_sgemm_{tag}_\d+x\d+", names), tag
 
 
+
+INT8_GEMM = """
+#include <stdint.h>
+void gemm_s8(int m, int n, int k, const int8_t *a, const int8_t *b, int32_t *c)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            for (int p = 0; p < k; p++)
+                c[i * n + j] += a[i * k + p] * b[p * n + j];
+}
+"""
+
+
+def test_amx_file_keeps_the_paths_below_it(tmp_path) -> None:
+    """A file built for AMX (-march=sapphirerapids) still runs on a process Linux refuses the
+    tile state: its int8 GEMM keeps the AVX512-VNNI path below AMX, and the dispatcher asks for the
+    tiles before it picks AMX (a refusal then takes VNNI, not the user's loops)."""
+    src, out, obj = tmp_path / "s8.c", tmp_path / "s8_fast.c", tmp_path / "s8.o"
+    src.write_text(INT8_GEMM)
+    done = run_cli("rewrite", src, "-o", out, "--target", "x86-auto")
+    assert done.returncode == 0, done.stderr
+    pick = re.search(r"if \(kf_cpu_x86_amx\(\)[^\n]*\)\n\s*return 0;", out.read_text())
+    assert pick and "x86_amx_32x32_ready()" in pick[0], pick
+    compile_c(out, obj, "-O1", "-c", "-Wall", "-Wextra", "-Werror", "-march=sapphirerapids")
+    names = _symbols(obj)
+    for tag in ("x86_amx", "x86_avx512_vnni"):
+        assert re.search(rf"kf_i8i32gemm_{tag}_\d+x\d+", names), tag
+
 # -- one copy of the support code per translation unit ---------------------------------------------
 
 MANY = """

@@ -1199,10 +1199,13 @@ EMULATED_AMX = """
 static unsigned char kf_emu_tmm[8][16][64];
 static unsigned char kf_emu_rows[8];
 static unsigned short kf_emu_colsb[8];
+static unsigned char kf_emu_config[64];     /* as loaded; all zero in the INIT state */
+static void kf_emu_storeconfig(void *config) { memcpy(config, kf_emu_config, 64); }
 static void kf_emu_loadconfig(const void *config)
 {
     const unsigned char *cfg = (const unsigned char *)config;
     int t;
+    memcpy(kf_emu_config, cfg, 64);
     for (t = 0; t < 8; ++t) {
         memcpy(&kf_emu_colsb[t], cfg + 16 + 2 * t, 2);
         kf_emu_rows[t] = cfg[48 + t];
@@ -1221,7 +1224,6 @@ static void kf_emu_stored(int t, void *base, long stride)
     for (r = 0; r < kf_emu_rows[t]; ++r)
         memcpy((unsigned char *)base + r * stride, kf_emu_tmm[t][r], kf_emu_colsb[t]);
 }
-static void kf_emu_release(void) {}
 /* tdpb[su][su]d and tdpbf16ps: C (rows x colsb/4 of EMU_ACC) += A (rows x groups of 4 bytes) . B
  * (a row per group: colsb/4 groups), each group's EMU_PER products (EMU_MUL of the elements at
  * two addresses) added in turn (EMU_ADD) */
@@ -1282,7 +1284,7 @@ def test_amx_kernel_emulated(tmp_path, variant, dtype) -> None:
         kinds = {"s": "signed char", "u": "unsigned char"}
         assert (kinds[signs[1]], kinds[signs[2]]) == (dtype.a_ctype, dtype.b_ctype)
     plan = replace(plan, isa={**plan.isa, **{op: f"kf_emu_{op}" for op in (
-        "loadconfig", "zero", "loadd", "dp", "stored", "release")},
+        "loadconfig", "storeconfig", "zero", "loadd", "dp", "stored")},
         "emulated": "1", "ready": "_emu_ready"}, attribute="")
     src, lib = tmp_path / "lib.c", tmp_path / "lib.so"
     text = library_source(plan)
