@@ -295,7 +295,7 @@ def _avx2_thin(lanes: int) -> ThinShape:
 # the loop converts each element in a call, and the kernels win at every size.
 def _fp16_sums(mr: int, nr: int, lanes: int, rows: int, k: int, area: int = 0) -> KernelShape:
     return KernelShape(mr=mr, nr=nr, lanes=lanes, template="kernels/x86_avx512.c.j2",
-                       isa=dict(cvec="1"),
+                       isa=dict(cvec="1", ready="_ready"),
                        decline=Decline(rows, k, area, when="defined(__F16C__)"))
 
 

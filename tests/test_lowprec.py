@@ -433,12 +433,12 @@ def build_and_run(tmp: Path, kind: str, target: str, blocking: dict, env: dict |
                   cross: tuple[str, ...] = (), fast: bool = True,
                   flags: tuple[str, ...] | None = None, cppflags: tuple[str, ...] = (),
                   cflags: tuple[str, ...] = (), edit=None, always_fast: bool = True,
-                  fuse: bool = True) -> str:
+                  fuse: bool = True, cc: str = CLANG) -> str:
     """Rewrite (with `cppflags`; `edit`, when given, changes the rewritten text), build (for the
     target's machine when `cross` names its emulator command: with the target's flags, or
     `flags`; `cflags` in any case) and run; `fast`: every call with m, n, k > 0 must have taken
     the fast path (`always_fast` False: built without KERNELFARER_ALWAYS_FAST, the drivers' own
-    rules may decline)."""
+    rules may decline; `cc` builds it all, CLANG by default)."""
     src = tmp / "loop.c"
     src.write_text(LOOPS[kind])
     result = rewrite_file(str(src), RewriteOptions(target=target, blocking=blocking,
@@ -452,7 +452,7 @@ def build_and_run(tmp: Path, kind: str, target: str, blocking: dict, env: dict |
     else:
         flags = []
     trace = TRACE_FLAGS if always_fast else ("-DKERNELFARER_TRACE",)
-    subprocess.run([CLANG, "-O2", *flags, *cflags, *trace, f"-DFAST={int(fast)}", "-o", str(exe),
+    subprocess.run([cc, "-O2", *flags, *cflags, *trace, f"-DFAST={int(fast)}", "-o", str(exe),
                     str(tmp / "main.c"), str(tmp / "rewritten.c"), str(tmp / "reference.c")],
                    check=True)
     done = subprocess.run([*cross, str(exe)], capture_output=True, text=True, env=env,
@@ -816,6 +816,35 @@ def test_fp16_sums_decline_small_problems_where_the_loop_has_f16c(tmp_path, targ
         out = build_and_run(tmp_path, "fp16_sum", target, {}, cflags=cflags, fast=False,
                             always_fast=False)
         assert out.startswith(f"fast={fast} of {len(calls)}"), (cflags, out)
+
+
+GCC = shutil.which("gcc-12") or shutil.which("gcc")
+
+
+@pytest.mark.parametrize("target, kinds", [
+    ("x86-avx2", ("fp16_sum", "fp16_acc")), ("x86-avx512", ("fp16_sum",)),
+    # gcc takes half a minute on each build of x86-auto's fp16 paths: make fuzz
+    pytest.param("x86-auto", ("fp16_sum", "fp16_acc"), marks=pytest.mark.slow)])
+def test_fp16_sums_built_by_gcc_equal_the_loop(tmp_path, target, kinds) -> None:
+    """gcc computes a _Float16 expression in float, rounding once at the assignment, but a vector
+    of _Float16 lane by lane in fp16 (the product rounded, then the sum): the kernels' step is
+    spelled in float for it, and the rewrite built by gcc equals the loop built by gcc bit for
+    bit.  With -fexcess-precision=16 the loop rounds every operation, which no macro tells the
+    file: the kernels' check (<kernel>_ready) finds their step rounding otherwise and declines,
+    so the loops run (fast=0), equal by construction."""
+    if not GCC:
+        pytest.skip("no gcc")
+    if target != "x86-auto" and not targets.real_host_runs(targets.TARGETS[target]):
+        pytest.skip(f"this host does not run {target}")
+    done = subprocess.run([GCC, "-x", "c", "-fsyntax-only", "-"], input="_Float16 x;\n",
+                          capture_output=True, text=True)
+    if done.returncode:
+        pytest.skip(f"{GCC} has no _Float16 on this machine")
+    for kind in kinds:
+        build_and_run(tmp_path, kind, target, TINY, cc=GCC)
+        out = build_and_run(tmp_path, kind, target, TINY, cc=GCC,
+                            cflags=("-fexcess-precision=16",), fast=False)
+        assert out.startswith("fast=0 of"), out
 
 
 @pytest.mark.parametrize("march", ["", "-march=native"])
