@@ -61,10 +61,12 @@ class Epilogue:
 
 
 def pure_functions(ast: c_ast.FileAST) -> frozenset[str]:
-    """Math functions plus the file's own functions whose body is `return <expression>;` over
-    their value parameters, constants, read-only tables (file-scope `const` arrays) and calls of
-    other such functions: a mod/ref summary through the file, so a helper that reads memory the
-    nest may write (a global array, or anything through a pointer) is not pure."""
+    """Math functions plus the file's own functions that compute their value from their value
+    parameters, constants, read-only tables (file-scope `const` arrays) and calls of other such
+    functions: a body `return <expression>;`, or statements on local scalars (declarations,
+    assignments, `if`, `return`: requantization helpers, saturations).  A mod/ref summary through
+    the file, so a helper that reads memory the nest may write (a global array, or anything
+    through a pointer) or writes any is not pure."""
     found = set(PURE_FUNCTIONS)
     why: dict[str, str] = {}
     tables = _const_tables(ast)
@@ -97,7 +99,13 @@ def pure_functions(ast: c_ast.FileAST) -> frozenset[str]:
                 why.pop(name, None)
                 changed = True
             else:
-                why[name] = "its body is more than `return <expression>;`"
+                reason = _impure_statements(func, found, tables)
+                if reason:
+                    why[name] = reason
+                    continue
+                found.add(name)
+                why.pop(name, None)
+                changed = True
     # ... and those of the file's pure functions that call nothing that may set errno
     quiet = set(NO_ERRNO_FUNCTIONS)
     changed = True
@@ -110,6 +118,70 @@ def pure_functions(ast: c_ast.FileAST) -> frozenset[str]:
                 quiet.add(name)
                 changed = True
     return PureFunctions(found, why, quiet, {name: defs[name] for name in found if name in defs})
+
+
+def _impure_statements(func: c_ast.FuncDef, found, tables: set[str]) -> str | None:
+    """Why the statements of `func` may not be a pure function (None: they are).  Taken: local
+    scalar declarations, assignments and ++/-- to locals and value parameters, `if`, `return`,
+    blocks; every expression pure (check_pure) over those names, reading only const tables."""
+    params = {p.name for p in (getattr(func.decl.type.args, "params", None) or [])
+              if isinstance(p, c_ast.Decl) and p.name and not _is_pointer(p.type)}
+    names = set(params)
+    reads: list[c_ast.ArrayRef] = []
+
+    def expr(node: c_ast.Node) -> None:
+        check_pure(node, found, allowed_names=names, reads=reads, derefs=False)
+
+    def statement(node: c_ast.Node | None) -> None:
+        if node is None or isinstance(node, c_ast.EmptyStatement):
+            return
+        if isinstance(node, c_ast.Compound):
+            for item in node.block_items or []:
+                statement(item)
+        elif isinstance(node, c_ast.Decl):
+            quals = set(node.quals or []) | set(node.storage or [])
+            if not isinstance(node.type, c_ast.TypeDecl) or quals & {"static", "extern",
+                                                                       "volatile"}:
+                raise NotGemm(f"it declares '{_GEN.visit(node)}', not a local scalar")
+            if node.init is not None:
+                expr(node.init)
+            names.add(node.name)
+        elif isinstance(node, c_ast.Assignment):
+            if not (isinstance(node.lvalue, c_ast.ID) and node.lvalue.name in names):
+                raise NotGemm(f"it stores to '{_GEN.visit(node.lvalue)}'")
+            expr(node.rvalue)
+        elif isinstance(node, c_ast.UnaryOp) and node.op in ("++", "--", "p++", "p--"):
+            if not (isinstance(node.expr, c_ast.ID) and node.expr.name in names):
+                raise NotGemm(f"it stores to '{_GEN.visit(node.expr)}'")
+        elif isinstance(node, c_ast.If):
+            expr(node.cond)
+            statement(node.iftrue)
+            statement(node.iffalse)
+        elif isinstance(node, c_ast.Return):
+            if node.expr is not None:
+                expr(node.expr)
+        else:
+            raise NotGemm(f"its body holds '{_one_line(node)}' (taken: local scalars, "
+                          "assignments to them, if, return)")
+
+    if not any(isinstance(n, c_ast.Return) and n.expr is not None for n in walk(func.body)):
+        # (a body the wrapper emptied, one too long to matter, reads so too: never pure)
+        return "it returns no value"
+    try:
+        statement(func.body)
+    except NotGemm as exc:
+        return str(exc)
+    except RecursionError:
+        return "its statements are nested too deeply to analyse"
+    memory = [r for r in reads if _base_name(r) not in tables]
+    if memory:
+        return f"it reads '{_GEN.visit(memory[0])}', memory the nest may write"
+    return None
+
+
+def _one_line(node: c_ast.Node, limit: int = 50) -> str:
+    text = " ".join(_GEN.visit(node).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class PureFunctions(frozenset):

@@ -306,6 +306,9 @@ class _Analysis:
         name = func.decl.name
         params = [p for p in (getattr(func.decl.type.args, "params", None) or [])
                   if isinstance(p, c_ast.Decl)]
+        items = func.body.block_items or []
+        if len(items) != 1 or not isinstance(items[0], c_ast.Return) or items[0].expr is None:
+            raise NotGemm(f"'{name}' is more than `return <expression>;`")
         if len(params) != len(args) or any(isinstance(n, c_ast.ArrayRef)
                                            for n in walk(func.body)):
             raise NotGemm(f"'{name}' is not a function of its values")

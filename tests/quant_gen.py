@@ -26,6 +26,16 @@ static inline int32_t clamp_q(int32_t v, int32_t lo, int32_t hi)
 {
     return v < lo ? lo : v > hi ? hi : v;
 }
+static inline int32_t clamp_s(int32_t v, int32_t lo, int32_t hi)
+{
+    int32_t r = v;
+    if (r < lo)
+        r = lo;
+    else if (r > hi) {
+        r = hi;
+    }
+    return r;
+}
 """
 
 OPERANDS = [("int8_t", "int8_t"), ("uint8_t", "int8_t"), ("int8_t", "uint8_t"),
@@ -95,14 +105,14 @@ def _store(rng: random.Random, acc: str, c: str, cell: str) -> tuple[list[str], 
                    "lrint": f"(int32_t)lrintf({scaled})",
                    "helper": f"(int32_t)({scaled} + ({scaled} < 0 ? -0.5f : 0.5f))"}[form]
         stmts = [f"int32_t q = {rounded} + zp;"]
-    clamp = rng.choice(["if", "ternary", "helper"])
+    clamp = rng.choice(["if", "ternary", "helper", "statements"])
     if clamp == "if":
         stmts += [f"if (q < {lo}) q = {lo};", f"if (q > {hi}) q = {hi};"]
         value = "q"
     elif clamp == "ternary":
         value = f"(q < {lo} ? {lo} : q > {hi} ? {hi} : q)"
     else:
-        value = f"clamp_q(q, {lo}, {hi})"
+        value = f"clamp_{'q' if clamp == 'helper' else 's'}(q, {lo}, {hi})"
     return [*stmts, f"{cell} = ({c}){value};"], f"{c} {form}/{clamp}"
 
 

@@ -173,6 +173,111 @@ def test_epilogue_helpers_are_checked_for_what_they_read(tmp_path) -> None:
     assert np.array_equal(outs[0][1], outs[1][1])
 
 
+# Helpers of several statements: pure ones (locals, if, return: saturations, requantizations)
+# and the impure neighbours, each for its own reason.
+STATEMENT_HELPERS = """
+#include <math.h>
+#include <stdint.h>
+float Y[64];
+long calls;
+static int8_t requant(int32_t acc, float scale, int32_t zp)
+{
+    float v = (float)acc * scale;
+    int32_t q = (int32_t)lrintf(v);
+    q += zp;
+    if (q > 127)
+        q = 127;
+    else if (q < -128) {
+        q = -128;
+    }
+    return (int8_t)q;
+}
+static float clamp6(float x) { float y = x; if (y < 0) return 0; if (y > 6) y = 6; return y; }
+static float counted(float x) { calls++; return x; }
+static float scaled(float x) { float s = Y[1]; return x * s; }
+static float looped(float x) { for (int t = 0; t < 2; t++) x = x * 0.5f; return x; }
+static float cached(float x) { static float last; float r = x + last; return r; }
+
+void q8(int m, int n, int k, const int8_t *X, const int8_t *W, int8_t *Z, float s)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            int32_t acc = 0;
+            for (int p = 0; p < k; p++)
+                acc += X[i * k + p] * W[p * n + j];
+            Z[i * n + j] = requant(acc, s, -3);
+        }
+}
+
+""" + "".join(f"""
+void {name}(int m, int n, int k, const float *X, const float *W, float *Z)
+{{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {{
+            float acc = 0;
+            for (int p = 0; p < k; p++)
+                acc += X[i * k + p] * W[p * n + j];
+            Z[i * n + j] = {helper}(acc);
+        }}
+}}
+""" for name, helper in (("relu6", "clamp6"), ("with_counted", "counted"), ("with_scaled", "scaled"),
+                         ("with_looped", "looped"), ("with_cached", "cached")))
+
+
+def test_helpers_of_several_statements(tmp_path) -> None:
+    """A helper of several statements on local scalars (declarations, assignments, if, return)
+    is pure as a `return <expression>;` one is: the nests calling requant and clamp6 are
+    replaced and equal the loops; one that stores to a global, reads one, loops or keeps a
+    static is not, and its nest stays, with the reason."""
+    nests, _, (orig, fast) = _build(tmp_path, STATEMENT_HELPERS)
+    nests = sorted((n for n in nests if "3-deep" not in n.get("reason", "")),   # looped's loop
+                   key=lambda n: n["line"])
+    reasons = [n.get("reason", "") for n in nests]
+    replaced = [n["replaced"] for n in nests]
+    assert replaced == [True, True, False, False, False, False], reasons
+    assert "'counted': it stores to 'calls'" in reasons[2], reasons[2]
+    assert "'scaled': it reads 'Y[1]'" in reasons[3], reasons[3]
+    assert "'looped': its body holds 'for" in reasons[4], reasons[4]
+    assert "'cached': it declares 'static float last" in reasons[5], reasons[5]
+    cdef = ("void q8(int, int, int, const int8_t *, const int8_t *, int8_t *, float);"
+            "void relu6(int, int, int, const float *, const float *, float *);")
+    ffi, lib0 = load_library(orig, cdef)
+    _, lib1 = load_library(fast, cdef + f"extern long {TRACE_COUNTER};")
+    rng = np.random.default_rng(3)
+    for m, n, k in ((1, 1, 1), (13, 37, 29), (40, 33, 70)):
+        a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+        b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+        fa, fb = a.astype(np.float32), b.astype(np.float32)
+        outs = []
+        for lib in (lib0, lib1):
+            z8, zf = np.zeros((m, n), np.int8), np.zeros((m, n), np.float32)
+            lib.q8(m, n, k, ffi.from_buffer("int8_t[]", a), ffi.from_buffer("int8_t[]", b),
+                   ffi.from_buffer("int8_t[]", z8), 0.0123)
+            lib.relu6(m, n, k, ffi.from_buffer("float[]", fa / 64), ffi.from_buffer("float[]", fb),
+                      ffi.from_buffer("float[]", zf))
+            outs.append((z8, zf))
+        assert np.array_equal(outs[0][0], outs[1][0]), (m, n, k)
+        assert np.array_equal(outs[0][1], outs[1][1]), (m, n, k)
+    assert getattr(lib1, TRACE_COUNTER) == 6
+
+
+def test_a_helper_the_wrapper_emptied_is_not_pure() -> None:
+    """kernelfarer-cc empties the long bodies of functions without a GEMM before it parses
+    (prefilter.hollow_bodies): such a helper reads as a function that returns no value, never as
+    a pure one, whatever its statements were."""
+    from pycparser import c_parser
+
+    from kernelfarer.epilogue import pure_functions
+    from kernelfarer.prefilter import KEEP_BODY_BYTES, hollow_bodies
+    pad = " ".join("g += x;" for _ in range(KEEP_BODY_BYTES // 7))
+    text = f"float g; static float noisy(float x) {{ {pad} return x; }}\n" \
+           "static float quiet(float x) { float y = x; if (y < 0) y = 0; return y; }\n"
+    hollowed = hollow_bodies(text)
+    assert "g += x" not in hollowed
+    found = pure_functions(c_parser.CParser().parse(hollowed))
+    assert "quiet" in found and "noisy" not in found
+    assert found.why["noisy"] == "it returns no value"
+
 def test_fast_identifiers_cover_the_tokens():
     """scan.identifiers (a regex pass) finds every identifier token of the tokenizer, on the
     samples and on generated support code."""
