@@ -13,7 +13,7 @@ Then the small-problem rule: square sizes around the threshold (plan.THREAD_MIN_
 built with -DKERNELFARER_ALWAYS_FAST, which runs them on the threads anyway: the threaded/single
 ratio shows where threads start to pay.
 
-    python bench/threads.py [--sizes 256,512,1024,2048] [--threads 1,2] [--dtypes f32,f64]
+    python bench/threads.py [--sizes 256,512,1024,2048] [--threads 1,2] [--dtypes f32,f64,i8,bf16]
         [--rounds 5] [--small 96,128,160,192,224,256]
 """
 
@@ -28,14 +28,18 @@ import tempfile
 CC = os.environ.get("CC", "clang-19")
 
 GEMM = """\
-void kf_gemm(int m, int n, int k, const {t} *a, const {t} *b, {t} *c)
+void kf_gemm(int m, int n, int k, const {t} *a, const {t} *b, {c} *c)
 {{
     for (int i = 0; i < m; i++)
         for (int p = 0; p < k; p++)
             for (int j = 0; j < n; j++)
-                c[i * n + j] += a[i * k + p] * b[p * n + j];
+                c[i * n + j] += {cast}a[i * k + p] * {cast}b[p * n + j];
 }}
 """
+
+# dtype: (operands' type, C's type, the product's casts, cblas prefix: "" where OpenBLAS has none)
+TYPES = {"f32": ("float", "float", "", "s"), "f64": ("double", "double", "", "d"),
+         "i8": ("signed char", "int", "", ""), "bf16": ("__bf16", "float", "(float)", "")}
 
 MAIN = r"""
 #include <stdio.h>
@@ -45,7 +49,8 @@ MAIN = r"""
 #include <omp.h>
 #include <cblas.h>
 typedef {t} T;
-void kf_gemm(int m, int n, int k, const T *a, const T *b, T *c);
+typedef {c} TC;
+void kf_gemm(int m, int n, int k, const T *a, const T *b, TC *c);
 
 static double now(void)
 {{
@@ -60,7 +65,8 @@ int main(int argc, char **argv)
 {{
     int n = atoi(argv[1]), threads = atoi(argv[2]), reps = atoi(argv[3]), blas = atoi(argv[4]);
     size_t e = (size_t)n * n, i;
-    T *a = malloc(e * sizeof(T)), *b = malloc(e * sizeof(T)), *c = calloc(e, sizeof(T));
+    T *a = malloc(e * sizeof(T)), *b = malloc(e * sizeof(T));
+    TC *c = calloc(e, sizeof(TC));
     double best = 1e30, t, sum = 0;
     int r;
     (void)argc;
@@ -68,10 +74,10 @@ int main(int argc, char **argv)
     omp_set_num_threads(threads);
     openblas_set_num_threads(threads);
     for (r = 0; r < reps; r++) {{
-        memset(c, 0, e * sizeof(T));
+        memset(c, 0, e * sizeof(TC));
         t = now();
         if (blas)
-            cblas_{p}gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 1, c, n);
+            {blas_call};
         else
             kf_gemm(n, n, n, a, b, c);
         t = now() - t;
@@ -85,16 +91,18 @@ int main(int argc, char **argv)
 
 
 def build(dtype: str, workdir: str, always_fast: bool) -> str:
-    t, p = ("float", "s") if dtype == "f32" else ("double", "d")
+    t, c, cast, p = TYPES[dtype]
     src = os.path.join(workdir, f"gemm_{dtype}.c")
     with open(src, "w") as f:
-        f.write(GEMM.format(t=t))
+        f.write(GEMM.format(t=t, c=c, cast=cast))
     out = os.path.join(workdir, f"gemm_{dtype}_kf.c")
     subprocess.run([sys.executable, "-m", "kernelfarer", "rewrite", src, "-o", out,
                     "--threads", "auto"], check=True)
     main = os.path.join(workdir, f"main_{dtype}.c")
     with open(main, "w") as f:
-        f.write(MAIN.format(t=t, p=p))
+        blas_call = (f"cblas_{p}gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, "
+                     "n, b, n, 1, c, n)") if p else "(void)0"
+        f.write(MAIN.format(t=t, c=c, blas_call=blas_call))
     exe = os.path.join(workdir, f"bench_{dtype}{'_fast' if always_fast else ''}")
     flags = ["-O2", "-march=native", "-fopenmp"] + (["-DKERNELFARER_ALWAYS_FAST"] if always_fast
                                                     else [])
@@ -130,17 +138,21 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="kf-threads-") as workdir:
         for dtype in args.dtypes.split(","):
             exe = build(dtype, workdir, always_fast=False)
-            print(f"\n{dtype}: GFLOP/s (wall clock, best of {args.rounds}); speed-up over the "
+            unit = "GOP/s" if dtype == "i8" else "GFLOP/s"
+            print(f"\n{dtype}: {unit} (wall clock, best of {args.rounds}); speed-up over the "
                   "same library on one thread")
             print(f"| N | threads | kernelfarer | speed-up | OpenBLAS | speed-up | kf / OpenBLAS |")
             print("|---|---|---|---|---|---|---|")
+            with_blas = bool(TYPES[dtype][3])    # OpenBLAS has no int8 or bf16 GEMM to compare
             for n in (int(x) for x in args.sizes.split(",")):
                 base = None
                 for threads in counts:
-                    kf, blas = run(exe, n, threads, args.rounds)
+                    kf, blas = run(exe, n, threads, args.rounds, blas=with_blas)
                     base = base or (kf, blas)
-                    print(f"| {n} | {threads} | {kf:.1f} | {kf / base[0]:.2f} | {blas:.1f} | "
-                          f"{blas / base[1]:.2f} | {kf / blas:.2f} |", flush=True)
+                    theirs = (f"{blas:.1f} | {blas / base[1]:.2f} | {kf / blas:.2f}" if with_blas
+                              else "- | - | -")
+                    print(f"| {n} | {threads} | {kf:.1f} | {kf / base[0]:.2f} | {theirs} |",
+                          flush=True)
             if args.small and max(counts) > 1:
                 fast = build(dtype, workdir, always_fast=True)
                 print(f"\n{dtype}, small squares on {max(counts)} threads anyway "
@@ -148,7 +160,7 @@ def main() -> int:
                 for n in (int(x) for x in args.small.split(",")):
                     one = run(fast, n, 1, args.rounds, blas=False)[0]
                     many = run(fast, n, max(counts), args.rounds, blas=False)[0]
-                    print(f"  N={n:4d} (m*n*k = {n ** 3:>9,}): {one:6.1f} -> {many:6.1f} GFLOP/s "
+                    print(f"  N={n:4d} (m*n*k = {n ** 3:>9,}): {one:6.1f} -> {many:6.1f} {unit} "
                           f"({many / one:.2f}x)", flush=True)
     return 0
 
