@@ -274,6 +274,9 @@ def symbol_text(node: c_ast.Node) -> str:
     if isinstance(node, c_ast.StructRef):
         return f"{symbol_text(node.name)}{node.type}{node.field.name}"
     if is_deref(node):
+        if isinstance(node, c_ast.ArrayRef):
+            index = int_constant(node.subscript)[0]
+            return f"(*{node.name.name})" if index == 0 else f"({node.name.name}[{index}])"
         return f"(*{node.expr.name})"
     raise NotAffine(f"{_describe(node)} in an index")
 
@@ -282,11 +285,24 @@ def symbol_root(node: c_ast.Node) -> str:
     """The variable a symbol (symbol_text) is read from: `s` of `s->a.b`, `p` of `*p`."""
     while isinstance(node, c_ast.StructRef):
         node = node.name
+    if isinstance(node, c_ast.ArrayRef):
+        return node.name.name
     return node.expr.name if is_deref(node) else node.name
 
 
 def is_deref(node: c_ast.Node) -> bool:
-    """`*p` for a named pointer (f2c passes every scalar by address)."""
+    """`*p` for a named pointer (f2c passes every scalar by address), or `p[c]` for an integer
+    constant c: one value read from a named array or pointer (a zero point `zp[0]`, a size
+    `dims[1]`), the same for every iteration of a nest that does not store to it."""
+    if isinstance(node, c_ast.ArrayRef):
+        if not (isinstance(node.name, c_ast.ID) and isinstance(node.subscript, c_ast.Constant)):
+            return False
+        if node.subscript.type in ("char", "string", "float", "double", "long double"):
+            return False
+        try:
+            return int_constant(node.subscript)[0] >= 0
+        except ValueError:
+            return False
     return isinstance(node, c_ast.UnaryOp) and node.op == "*" and isinstance(node.expr, c_ast.ID)
 
 

@@ -266,11 +266,13 @@ class Scope:
         return isinstance(base, Record) and node.field.name in base.bitfields
 
     def type_of_expr(self, node: c_ast.Node) -> CType | None:
-        """Type of a name or a member access chain (s.n, p->m.rows); None for anything else."""
+        """Type of a name, a member access chain (s.n, p->m.rows), `*p` or `p[<constant>]`; None
+        for anything else."""
         if isinstance(node, c_ast.ID):
             return self.type_of(node.name)
-        if isinstance(node, c_ast.UnaryOp) and node.op == "*":
-            base = self.type_of_expr(node.expr)
+        if isinstance(node, c_ast.UnaryOp) and node.op == "*" or \
+                isinstance(node, c_ast.ArrayRef) and isinstance(node.subscript, c_ast.Constant):
+            base = self.type_of_expr(node.expr if isinstance(node, c_ast.UnaryOp) else node.name)
             return None if base is None else element(base)
         if isinstance(node, c_ast.StructRef) and isinstance(node.field, c_ast.ID):
             base = self.type_of_expr(node.name)

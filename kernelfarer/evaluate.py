@@ -87,6 +87,9 @@ class Evaluator:
             return self._scalar_param(node)
         if isinstance(node, c_ast.StructRef):
             return self._scalar_param(node)
+        if is_deref(node) and not (self.c_access is not None and isinstance(node, c_ast.ArrayRef)
+                                   and node.name.name == self.c_access.array):
+            return self._scalar_param(node)        # `*p`, `p[0]`: one value, not a matrix
         if isinstance(node, c_ast.ArrayRef):
             acc = flatten_access(node, self.scope, self.conv, self.aliases)
             if self.c_access is not None and acc.array == self.c_access.array:
@@ -97,8 +100,6 @@ class Evaluator:
             self._check_elem(acc)
             self.reads.append(acc)
             return {f"r{len(self.reads) - 1}": Poly.const(1)}
-        if is_deref(node):
-            return self._scalar_param(node)
         if isinstance(node, c_ast.UnaryOp):
             if node.op == "-":
                 inner = node.expr

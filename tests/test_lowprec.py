@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import CLANG, TRACE_FLAGS
@@ -311,6 +312,19 @@ LOOPS["u8s8_zp_int32"] = LOOPS["int8"].replace("const int8_t *a", "const uint8_t
         }""", """            for (int p = 0; p < k; p++)
                 c[i * ldc + j] += (a[i * lda + p] - 128) * b[p * n + j];""").replace(
     "for (int j = 0; j < n; j++) {", "for (int j = 0; j < n; j++)")
+# ... read from memory: elements at constant subscripts (`zps[0]`, `*zpp`: ONNX's and TFLite's
+# zero-point tensors), here through locals set inside the nest, and the sizes from a table too
+LOOPS["int8_zp_mem"] = LOOPS["int8"].replace(
+    "void gemm(", "static int32_t zps[2] = {5, -9};\nstatic const int32_t *zpp = zps + 1;\n"
+                  "static int dims[3];\n"
+                  "void gemm(").replace(
+    "{\n    for (int i = 0; i < m; i++)\n        for (int j = 0; j < n; j++) {",
+    "{\n    dims[0] = m; dims[1] = n; dims[2] = k;\n"
+    "    for (int i = 0; i < dims[0]; i++)\n        for (int j = 0; j < dims[1]; j++) {\n"
+    "            int32_t za = zps[0];").replace(
+    "for (int p = 0; p < k; p++)\n                acc += a[i * lda + p] * b[p * n + j];",
+    "for (int p = 0; p < dims[2]; p++)\n"
+    "                acc += (a[i * lda + p] - za) * (b[p * n + j] - *zpp);")
 LOOPS["int16_shift_acc"] = LOOPS["int16"].replace("int *c", "short *c").replace(
     "c[i * ldc + j] = acc;", "c[i * ldc + j] = (short)(c[i * ldc + j] + (acc >> 6));")
 
@@ -352,6 +366,7 @@ TYPES = {"int8": ("int8_t", "int32_t", INT8_FILL),
          "u8_zp_deq": ("uint8_t", "float", UINT8_FILL),
          "u8s8_zp_int32": ("uint8_t", "int32_t", UINT8_FILL, "int8_t", INT8_FILL),
          "int8_zp_tflite": ("int8_t", "int8_t", INT8_FILL),
+         "int8_zp_mem": ("int8_t", "int32_t", INT8_FILL),
          "bf16_tiny": ("__bf16", "float", "small_bf16(rand() % 9 - 4, 0x1p-66f)")}
 
 # bf16 operands: a small integer's float bits, cut to 16 (exact); no float -> bf16 conversion,
@@ -466,6 +481,56 @@ NATIVE = {"int8": "x86-avx512-vnni", "int16": "x86-avx512-vnni", "bf16": "x86-av
           "s8u8_cast": "x86-avx512-vnni", "int8_hoist": "x86-avx512-vnni",
           "u8s8_hoist": "x86-avx512-vnni"}
 TINY = {"mc": 24, "kc": 8, "nc": 64}
+
+
+ZP_IN_C = """
+#include <stdint.h>
+void zgemm(int m, int n, int k, const int8_t *a, const int8_t *b, int32_t *c, const int32_t *zp)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            int32_t acc = 0;
+            for (int p = 0; p < k; p++)
+                acc += (a[i * k + p] - zp[0]) * b[p * n + j];
+            c[i * n + j] = acc;
+        }
+}
+"""
+
+
+def test_a_zero_point_read_from_c_runs_the_loop(tmp_path) -> None:
+    """A zero point read from memory (`zp[0]`) is read once by the rewrite: where it lies in C,
+    which the loop changes as it goes, the run-time check sends the call to the original loops
+    (equal results); elsewhere the fast path runs, equal too."""
+    from conftest import TRACE_COUNTER, compile_c, load_library
+    src, out = tmp_path / "z.c", tmp_path / "z_fast.c"
+    src.write_text(ZP_IN_C)
+    result = rewrite_file(str(src), RewriteOptions(target="generic"))
+    assert result.remarks[-1].replaced, result.remarks[-1].message()
+    out.write_text(result.text)
+    libs = []
+    for path in (src, out):
+        lib = path.with_suffix(".so")
+        compile_c(path, lib, "-O1", "-shared", "-fPIC", *TRACE_FLAGS)
+        libs.append(lib)
+    cdef = "void zgemm(int, int, int, const int8_t *, const int8_t *, int32_t *, const int32_t *);"
+    ffi, lib0 = load_library(libs[0], cdef)
+    _, lib1 = load_library(libs[1], cdef + f"extern long {TRACE_COUNTER};")
+    rng = np.random.default_rng(4)
+    m, n, k = 9, 11, 13
+    a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    for inside in (True, False):
+        outs = []
+        for lib in (lib0, lib1):
+            c = np.zeros(m * n + 1, np.int32)
+            c[m * n] = 7                                    # the zero point when not in C
+            zp = ffi.cast("int32_t *", ffi.from_buffer("int32_t[]", c)) + (5 if inside else m * n)
+            lib.zgemm(m, n, k, ffi.from_buffer("int8_t[]", a), ffi.from_buffer("int8_t[]", b),
+                      ffi.from_buffer("int32_t[]", c), zp)
+            outs.append(c)
+        assert np.array_equal(outs[0], outs[1]), inside
+        assert getattr(lib1, TRACE_COUNTER) == (0 if inside else 1)
 
 
 @pytest.mark.parametrize("blocks", ["default", "tiny"])
