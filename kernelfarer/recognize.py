@@ -137,6 +137,14 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         ev, alpha, epi, init = _epilogue_attempt(nest, scope, conv, dtype, c_access, functions,
                                                  linear_failure,
                                                  sum_from=SUM_COPY_ELEMENT if c_store else "")
+        if ev.offsets and not c_store:
+            # zero points into a C of the sums' own type: the sums go to a copy of C all the
+            # same (the wrapper adds the zero points' sums there), which the nest's statements
+            # then read, as for a C of another type
+            c_store = c_access.elem.spelling
+            ev, alpha, epi, init = _epilogue_attempt(nest, scope, conv, dtype, c_access,
+                                                     functions, linear_failure,
+                                                     sum_from=SUM_COPY_ELEMENT)
         beta = Poly.const(1)
     if dtype is DType.F16 and (alpha != Poly.const(1) or beta not in (Poly.const(0),
                                                                      Poly.const(1))):
