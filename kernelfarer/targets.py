@@ -221,6 +221,8 @@ class Target:
     isa_macro: str = "0"             # C preprocessor condition: the whole file is compiled for the
                                      # ISA (e.g. -march=native); the program then runs only on CPUs
                                      # that have it, so a dispatching target emits no path below it
+    os_request: str = ""             # C expression the run-time check also needs true: what the OS
+                                     # must grant the process (AMX's tile state), asked once there
     file_macro: str = ""             # C preprocessor condition without which the kernels do not run
                                      # (the run-time check fails): what they compute depends on how
                                      # the file itself is built ("": none)
@@ -651,7 +653,8 @@ _GENERIC = {
 def _x86_target(name: str, description: str, features: tuple[str, ...],
                 cpuinfo: tuple[str, ...] | None, attribute: str,
                 kernels: Mapping[DType, KernelShape], priority: int, isa_macro: str,
-                headers: tuple[str, ...] = (), file_macro: str = "") -> "Target":
+                headers: tuple[str, ...] = (), file_macro: str = "",
+                os_request: str = "") -> "Target":
     """An x86-64 target: `features` as __builtin_cpu_supports spells them (checked at run time),
     `cpuinfo` as /proc/cpuinfo does when it differs, `attribute` the kernels' target attribute,
     `isa_macro` the condition under which the whole file is compiled for it, `headers` any the
@@ -660,7 +663,8 @@ def _x86_target(name: str, description: str, features: tuple[str, ...],
                   cpuinfo_flags=cpuinfo or (), attribute=attribute,
                   headers=("immintrin.h", *headers),
                   kernels=kernels, priority=priority, arch="x86_64",
-                  cpu_check=_x86_check(*features), isa_macro=isa_macro, file_macro=file_macro)
+                  cpu_check=_x86_check(*features), isa_macro=isa_macro, file_macro=file_macro,
+                  os_request=os_request)
 
 
 def _arm_feature_target(name: str, description: str, feature: str, hwcap: str, bit: int,
@@ -696,7 +700,10 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
                     ("amx-tile", "amx-int8", "amx-bf16", "avx512f"),
                     ("amx_tile", "amx_int8", "amx_bf16", "avx512f"),
                     "amx-tile,amx-int8,amx-bf16,avx512f,avx512bw,avx512vl,avx2,fma", _AMX, 32,
-                    "0", headers=("sys/syscall.h",)),
+                    "0", headers=("sys/syscall.h",),
+                    # Linux lends the tile state only when asked (x86-auto then takes VNNI)
+                    os_request="syscall(158 /* SYS_arch_prctl */, 0x1023 /* ARCH_REQ_XCOMP_PERM */"
+                               ", 18 /* XFEATURE_XTILEDATA */) == 0"),
         _x86_target("x86-avx512-bf16", "x86-64 with AVX512-BF16: bf16 GEMMs summed in float with "
                     "vdpbf16ps (other types: x86-avx512)", ("avx512f", "avx512bf16"),
                     ("avx512f", "avx512_bf16"), "avx512f,avx512bf16,avx512bw,avx512vl,avx2,fma",

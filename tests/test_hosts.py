@@ -240,14 +240,15 @@ void gemm_s8(int m, int n, int k, const int8_t *a, const int8_t *b, int32_t *c)
 
 def test_amx_file_keeps_the_paths_below_it(tmp_path) -> None:
     """A file built for AMX (-march=sapphirerapids) still runs on a process Linux refuses the
-    tile state: its int8 GEMM keeps the AVX512-VNNI path below AMX, and the dispatcher asks for the
-    tiles before it picks AMX (a refusal then takes VNNI, not the user's loops)."""
+    tile state: its int8 GEMM keeps the AVX512-VNNI path below AMX, and AMX's run-time check asks
+    for the tiles (a refusal then takes VNNI, not the user's loops)."""
     src, out, obj = tmp_path / "s8.c", tmp_path / "s8_fast.c", tmp_path / "s8.o"
     src.write_text(INT8_GEMM)
     done = run_cli("rewrite", src, "-o", out, "--target", "x86-auto")
     assert done.returncode == 0, done.stderr
-    pick = re.search(r"if \(kf_cpu_x86_amx\(\)[^\n]*\)\n\s*return 0;", out.read_text())
-    assert pick and "x86_amx_32x32_ready()" in pick[0], pick
+    check = re.search(r"int kf_cpu_x86_amx\(void\)\n\{\n\s*return ([^\n]*);", out.read_text())
+    assert check and check[1].endswith("&& kf_cpu_x86_amx_os()"), check
+    assert "ARCH_REQ_XCOMP_PERM" in out.read_text()
     compile_c(out, obj, "-O1", "-c", "-Wall", "-Wextra", "-Werror", "-march=sapphirerapids")
     names = _symbols(obj)
     for tag in ("x86_amx", "x86_avx512_vnni"):

@@ -812,11 +812,13 @@ def test_half_results_stored_once_are_taken_and_equal_the_loop(tmp_path, monkeyp
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 @pytest.mark.parametrize("kind", ["fp16_out", "bf16_out", "int8_deq", "int8_rowcol",
-                                  "u8_zp_deq"])
+                                  "u8_zp_deq", "int8", "fp16_sum"])
 def test_converted_results_through_the_compiler_wrapper(tmp_path, kind, opt) -> None:
     """kernelfarer-cc compiles the support code apart (a unit of its own): the wrapper of C's
     float copy stays in the user's unit, its conversions compiled with the user's flags, and
-    calls the driver there; at -O0 the drivers decline and the loop runs."""
+    calls the driver there; at -O0 the drivers decline and the loop runs.  (int8 and fp16 sums
+    too: each unit holds what its run-time checks call, AMX's request for the tiles and the
+    fp16 kernels' check of their rounding.)"""
     kfcc = Path(sys.executable).parent / "kernelfarer-cc"
     (tmp_path / "loop.c").write_text(LOOPS[kind])
     write_harness(tmp_path, kind)
