@@ -192,10 +192,11 @@ def _deep_sum(terms: int) -> str:
 
 def test_deep_expressions_do_not_crash(tmp_path):
     """A 3,000-term expression (parsed and analysed recursively) beside a GEMM, and one inside a
-    nest, which is then refused for what it is, not for its depth."""
+    nest (of elements that move with k: A[0] alone would be a scale), which is then refused for
+    what it is, not for its depth."""
     deep = f"int deep(const int *x) {{ return {_deep_sum(3000)}; }}\n"
     nest = GEMM.replace("A[i * n + k] * B[k * n + j]",
-                        f"A[i * n + k] * B[k * n + j] * ({_deep_sum(1500).replace('x[', 'A[')})")
+                        f"A[i * n + k] * B[k * n + j] * ({_deep_sum(1500).replace('x[', 'A[k + ')})")
     src, result = _rewrite(tmp_path, deep + GEMM + nest.replace("gemm(", "gemm_deep("))
     assert result.replaced == 1, [r.message() for r in result.remarks]
     refused = [r for r in result.remarks if not r.replaced and r.kind != "function"]
