@@ -387,7 +387,7 @@ def _amx(kr: int, dp: str, raw: str) -> KernelShape:
         mr=32, nr=32, lanes=16, kr=kr, own_packing=True, template="kernels/x86_amx.c.j2",
         flushes=dp == "_tile_dpbf16ps",
         isa=dict(loadconfig="_tile_loadconfig", storeconfig="_tile_storeconfig", zero="_tile_zero",
-                 loadd="_tile_loadd", dp=dp, stored="_tile_stored", ready="_ready", raw=raw))
+                 loadd="_tile_loadd", dp=dp, stored="_tile_stored", raw=raw))
 
 
 _AMX = {
@@ -700,7 +700,7 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
                     ("amx-tile", "amx-int8", "amx-bf16", "avx512f"),
                     ("amx_tile", "amx_int8", "amx_bf16", "avx512f"),
                     "amx-tile,amx-int8,amx-bf16,avx512f,avx512bw,avx512vl,avx2,fma", _AMX, 32,
-                    "0", headers=("sys/syscall.h",),
+                    "0",
                     # Linux lends the tile state only when asked (x86-auto then takes VNNI)
                     os_request="syscall(158 /* SYS_arch_prctl */, 0x1023 /* ARCH_REQ_XCOMP_PERM */"
                                ", 18 /* XFEATURE_XTILEDATA */) == 0"),

@@ -1284,15 +1284,13 @@ def test_amx_kernel_emulated(tmp_path, variant, dtype) -> None:
         kinds = {"s": "signed char", "u": "unsigned char"}
         assert (kinds[signs[1]], kinds[signs[2]]) == (dtype.a_ctype, dtype.b_ctype)
     plan = replace(plan, isa={**plan.isa, **{op: f"kf_emu_{op}" for op in (
-        "loadconfig", "storeconfig", "zero", "loadd", "dp", "stored")},
-        "emulated": "1", "ready": "_emu_ready"}, attribute="")
+        "loadconfig", "storeconfig", "zero", "loadd", "dp", "stored")}}, attribute="")
     src, lib = tmp_path / "lib.c", tmp_path / "lib.so"
     text = library_source(plan)
     header_end = text.index("typedef __PTRDIFF_TYPE__ kf_index;")
-    ready = f"static int {plan.kernel_name}_emu_ready(void) {{ return 1; }}\n"
     emulation = (f"#define EMU_A {dtype.a_ctype}\n#define EMU_B {dtype.b_ctype}\n" +
                  EMULATED_AMX_TYPES[dtype.kind] + EMULATED_AMX)
-    src.write_text(text[:header_end] + emulation + ready + text[header_end:])
+    src.write_text(text[:header_end] + emulation + text[header_end:])
     run([CLANG, "-O1", "-shared", "-fPIC", *TRACE_FLAGS, *WARN_FLAGS, str(src), "-o", str(lib)])
     library = Library(plan, lib)
     rng = np.random.default_rng(9)
