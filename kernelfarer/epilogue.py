@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pycparser import c_ast, c_generator
 
 from kernelfarer.canon_base import names_in, walk
+from kernelfarer.evaluate import _one_line
 from kernelfarer.nest import LoopNest, NotGemm
 
 _GEN = c_generator.CGenerator()
@@ -161,7 +162,7 @@ def _impure_statements(func: c_ast.FuncDef, found, tables: set[str]) -> str | No
             if node.expr is not None:
                 expr(node.expr)
         else:
-            raise NotGemm(f"its body holds '{_one_line(node)}' (taken: local scalars, "
+            raise NotGemm(f"its body holds '{_one_line(node, 50)}' (taken: local scalars, "
                           "assignments to them, if, return)")
 
     if not any(isinstance(n, c_ast.Return) and n.expr is not None for n in walk(func.body)):
@@ -177,11 +178,6 @@ def _impure_statements(func: c_ast.FuncDef, found, tables: set[str]) -> str | No
     if memory:
         return f"it reads '{_GEN.visit(memory[0])}', memory the nest may write"
     return None
-
-
-def _one_line(node: c_ast.Node, limit: int = 50) -> str:
-    text = " ".join(_GEN.visit(node).split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class PureFunctions(frozenset):
