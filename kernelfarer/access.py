@@ -3,11 +3,11 @@ polynomial over loop iterators and nest-invariant parameters (see affine.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pycparser import c_ast, c_generator
 
-from kernelfarer import ctype
+from kernelfarer import ctype, widen
 from kernelfarer.affine import IndexConverter, NotAffine, Poly, symbol_text
 from kernelfarer.ctype import Array, Pointer, Scalar, Scope
 from kernelfarer.nest import NotGemm
@@ -77,7 +77,21 @@ def _names_array(node: c_ast.Node) -> bool:
 
 
 def flatten_access(node: c_ast.ArrayRef, scope: Scope, conv: IndexConverter,
-                   aliases: dict[str, c_ast.Node] | None = None) -> Access:
+                   aliases: dict[str, c_ast.Node] | None = None,
+                   bf16_bits: ctype.CType | None = None) -> Access:
+    """The access `node` as an array, flat index and element type.  `bf16_bits`: the element is
+    read as the bits of a bf16 (widen.py: a helper's parameter of that type is given it), so it
+    may be a struct around 16 bits, and the access's element is __bf16."""
+    acc = _flatten_access(node, scope, conv, aliases, records=bf16_bits is not None)
+    if bf16_bits is None:
+        return acc
+    if not widen.same_storage(acc.elem, bf16_bits):
+        raise NotGemm(f"'{acc.array}' does not hold the 16 bits its widening helper is given")
+    return replace(acc, elem=widen.BF16)
+
+
+def _flatten_access(node: c_ast.ArrayRef, scope: Scope, conv: IndexConverter,
+                    aliases: dict[str, c_ast.Node] | None, records: bool) -> Access:
     if aliases:
         node = expand_alias(node, aliases)
     subscripts: list[c_ast.Node] = []
@@ -134,7 +148,7 @@ def flatten_access(node: c_ast.ArrayRef, scope: Scope, conv: IndexConverter,
             except NotAffine as exc:
                 raise NotGemm(f"dimension of '{name}' is not affine: {exc}") from None
         level = inner
-    if not isinstance(level, Scalar):
+    if not isinstance(level, Scalar) and not (records and isinstance(level, ctype.Record)):
         raise NotGemm(f"'{name}' is not an array of numbers")
     strides = []
     stride = Poly.const(1)

@@ -28,6 +28,7 @@ from pycparser import c_ast, c_generator
 from kernelfarer.canon_base import names_in, walk
 from kernelfarer.evaluate import _one_line
 from kernelfarer.nest import LoopNest, NotGemm
+from kernelfarer.widen import bf16_widenings
 
 _GEN = c_generator.CGenerator()
 
@@ -68,7 +69,9 @@ def pure_functions(ast: c_ast.FileAST) -> frozenset[str]:
     assignments, `if`, `return`: requantization helpers, saturations).  A mod/ref summary through
     the file, so a helper that reads memory the nest may write (a global array, or anything
     through a pointer) or writes any is not pure."""
-    found = set(PURE_FUNCTIONS)
+    # bf16 widening helpers compute on locals only (memcpy, unions included): pure
+    widenings = bf16_widenings(ast)
+    found = set(PURE_FUNCTIONS) | set(widenings)
     why: dict[str, str] = {}
     tables = _const_tables(ast)
     changed = True
@@ -118,7 +121,8 @@ def pure_functions(ast: c_ast.FileAST) -> frozenset[str]:
             if calls <= quiet:
                 quiet.add(name)
                 changed = True
-    return PureFunctions(found, why, quiet, {name: defs[name] for name in found if name in defs})
+    return PureFunctions(found, why, quiet, {name: defs[name] for name in found if name in defs},
+                         widenings)
 
 
 def _impure_statements(func: c_ast.FuncDef, found, tables: set[str]) -> str | None:
@@ -184,12 +188,14 @@ class PureFunctions(frozenset):
     """Names of functions without side effects and memory reads, and why the file's other
     functions are not among them (for remarks)."""
 
-    def __new__(cls, names, why: dict[str, str], errno_free=NO_ERRNO_FUNCTIONS, defs=None):
+    def __new__(cls, names, why: dict[str, str], errno_free=NO_ERRNO_FUNCTIONS, defs=None,
+                widenings=None):
         self = super().__new__(cls, names)
         self.why = dict(why)
         self.errno_free = frozenset(errno_free)    # ... and never set errno (nor what they call)
         self.defs = dict(defs or {})               # the file's own: name -> FuncDef
-        return self
+        self.widenings = dict(widenings or {})     # ... that widen bf16 bits: name -> their
+        return self                                # parameter's type (widen.py)
 
 
 def _is_pointer(t: c_ast.Node) -> bool:

@@ -74,6 +74,8 @@ class Evaluator:
                                                              # product's reads (recognize)
     unsigned: set = field(default_factory=set)               # the uint8 ones among them
     plain_char: set = field(default_factory=set)             # ... and those of plain `char`
+    widenings: dict = field(default_factory=dict)            # bf16 widening helpers (widen.py):
+                                                             # name -> their parameter's type
 
     def value(self, node: c_ast.Node, state: dict) -> Lin:
         if isinstance(node, c_ast.Constant):
@@ -145,10 +147,25 @@ class Evaluator:
                 return lin_add(self._multiply(self.value(args[0], state),
                                               self.value(args[1], state)),
                                self.value(args[2], state))
+            if name in self.widenings and len(args) == 1:
+                return self._widened_read(name, args[0])
             raise NotGemm(f"call to '{name}' in the loop body")
         if isinstance(node, c_ast.TernaryOp):
             raise NotGemm("conditional expression in the loop body")
         raise NotGemm(f"unsupported expression '{_one_line(node)}' in the loop body")
+
+    def _widened_read(self, helper: str, node: c_ast.Node) -> Lin:
+        """`helper(x[...])`, a file function that returns (float) of the bf16 whose bits it is
+        given (widen.py): a read of x as a matrix of __bf16."""
+        if not isinstance(node, c_ast.ArrayRef) or is_deref(node):
+            raise NotGemm(f"'{helper}' widens '{_one_line(node)}', not an element of a matrix")
+        acc = flatten_access(node, self.scope, self.conv, self.aliases,
+                             bf16_bits=self.widenings[helper])
+        if self.c_access is not None and acc.array == self.c_access.array:
+            raise NotGemm(f"'{helper}' widens an element of '{acc.array}', the result")
+        self._check_elem(acc)
+        self.reads.append(acc)
+        return {f"r{len(self.reads) - 1}": Poly.const(1)}
 
     def _in_half(self, node: c_ast.BinaryOp) -> bool:
         """Does C compute the arithmetic `node` in a 16-bit float type: its operands' common type

@@ -70,7 +70,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     iterators = [lp.var for lp in nest.loops]
     conv = IndexConverter(scope, iterators)
     conv.allow_wrap_checks = True
-    ev = Evaluator(scope=scope, conv=conv)
+    ev = Evaluator(scope=scope, conv=conv, widenings=getattr(functions, "widenings", {}))
     for decl in nest.hoisted:
         ev.alias(decl)
     for stmt in nest.pre:
@@ -656,7 +656,8 @@ def _epilogue_attempt(nest: LoopNest, scope: Scope, conv: IndexConverter, dtype:
     """A nest whose stored value is not linear in the sum: try it as GEMM + element-wise epilogue.
     Fails with the linear reason when the shape is not even that.  `sum_from`: where the
     epilogue reads the kernels' sum when it is not C (a converted C's copy, epilogue_form)."""
-    ev = Evaluator(scope=scope, conv=conv, dtype=dtype, c_access=c_access)
+    ev = Evaluator(scope=scope, conv=conv, dtype=dtype, c_access=c_access,
+                   widenings=getattr(functions, "widenings", {}))
     for decl in nest.hoisted:
         ev.alias(decl)
     slots = {"<C>"}

@@ -69,6 +69,48 @@ void gemm(int m, int n, int k, const __bf16 *a, int lda, const __bf16 *b, float 
 LOOPS["fp16"] = LOOPS["bf16"].replace("__bf16", "_Float16")
 # bf16 operands of magnitude 2^-66 .. 2^-64: products and sums denormal in float, yet exact
 LOOPS["bf16_tiny"] = LOOPS["bf16"]
+# bf16 kept as raw bits and widened by a helper of the file (widen.py), as ggml and hand-written
+# inference code spell it: a struct around a uint16_t through a union, a uint16_t through memcpy,
+# an int16_t (sign-extended, then masked) through a pointer cast, a __bf16 through its bits
+BF16_BITS = {
+    "bf16_bits_struct": ("struct bf16_bits", "struct bf16_bits { uint16_t bits; };", """
+static inline float widen(struct bf16_bits h)
+{
+    union { float f; uint32_t i; } u;
+    u.i = (uint32_t)h.bits << 16;
+    return u.f;
+}"""),
+    "bf16_bits_u16": ("uint16_t", "", """
+static float widen(uint16_t h)
+{
+    uint32_t u = h;
+    float f;
+    u <<= 16;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}"""),
+    "bf16_bits_i16": ("int16_t", "", """
+static float widen(int16_t h)
+{
+    uint32_t u = ((uint32_t)h & 0xffffu) << 16;
+    return *(float *)&u;
+}"""),
+    "bf16_bits_raw": ("__bf16", "", """
+static float widen(__bf16 h)
+{
+    unsigned short raw;
+    unsigned int u;
+    float f;
+    __builtin_memcpy(&raw, &h, sizeof raw);
+    u = (unsigned int)raw << 16;
+    __builtin_memcpy(&f, &u, 4);
+    return f;
+}"""),
+}
+for _kind, (_storage, _defined, _helper) in BF16_BITS.items():
+    LOOPS[_kind] = "#include <stdint.h>\n#include <string.h>\n" + _defined + _helper + \
+        LOOPS["bf16"].replace("const __bf16 *", f"const {_storage} *").replace(
+            "(float)a[i * lda + p] * (float)b[p * n + j]", "widen(a[i * lda + p]) * widen(b[p * n + j])")
 # uint8 operands: both, A only, B only (vpdpbusd's own uint8 x int8 among them)
 LOOPS["uint8"] = LOOPS["int8"].replace("int8_t", "uint8_t")
 LOOPS["u8s8"] = LOOPS["int8"].replace("const int8_t *a", "const uint8_t *a")
@@ -381,7 +423,9 @@ TYPES = {"int8": ("int8_t", "int32_t", INT8_FILL),
          "int8_zp_mem": ("int8_t", "int32_t", INT8_FILL),
          "u8_zp_int32_shift": ("uint8_t", "int32_t", UINT8_FILL),
          "int8_zp_int32_bias": ("int8_t", "int32_t", INT8_FILL),
-         "bf16_tiny": ("__bf16", "float", "small_bf16(rand() % 9 - 4, 0x1p-66f)")}
+         "bf16_tiny": ("__bf16", "float", "small_bf16(rand() % 9 - 4, 0x1p-66f)"),
+         **{kind: (storage, "float", "as_bits(small_bf16(rand() % 9 - 4, 1.0f))")
+            for kind, (storage, _, _) in BF16_BITS.items()}}
 
 # bf16 operands: a small integer's float bits, cut to 16 (exact); no float -> bf16 conversion,
 # which needs a runtime function Debian's libgcc lacks (a C of bf16 is converted to: the harness
@@ -454,6 +498,16 @@ def write_harness(tmp: Path, kind: str) -> None:
     sizes = ", ".join(f"{{{m}, {n}, {k}}}" for m, n, k in SIZES)
     helper = (SMALL_BF16 if kind.startswith("bf16") else "") + \
         (TRUNC_BF16 if c == "__bf16" else "")
+    if kind in BF16_BITS:           # the storage's definition, and the bits of a bf16 as it
+        storage, defined, _ = BF16_BITS[kind]
+        helper += defined + f"""
+static {storage} as_bits(__bf16 h)
+{{
+    {storage} r;
+    memcpy(&r, &h, 2);
+    return r;
+}}
+"""
     (tmp / "main.c").write_text(HARNESS.format(A=a, B=b, C=c, fill=fill, fill_b=fill_b,
                                                sizes=sizes, helper=helper))
 
@@ -1105,6 +1159,88 @@ def test_unsigned_operands_narrower_than_the_sum_are_not_taken_for_signed_ones(t
     result = rewrite_file(str(src), RewriteOptions(target="generic", verify=False))
     assert not any(r.replaced for r in result.remarks)
     assert "holds unsigned short" in result.remarks[0].message()
+
+
+# Helpers that look like a bf16 widening and are not one (or are given other bits): each
+# nest stays as written, the call named in the remark.
+BF16_NOT_WIDENINGS = {
+    "a shift by 15": ("uint32_t u = (uint32_t)h << 15;", "call to 'widen'"),
+    "a rounding bias": ("uint32_t u = ((uint32_t)h << 16) + 0x8000u;", "call to 'widen'"),
+    "the shift into int's sign bit": ("uint32_t u = h << 16;", "call to 'widen'"),
+    "the low half": ("uint32_t u = h;", "call to 'widen'"),
+    "a branch": ("uint32_t u = (uint32_t)h << 16; if (h == 0x7fc0) u = 0;", "call to 'widen'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BF16_NOT_WIDENINGS))
+def test_helpers_that_do_not_widen_bf16_bits_are_not_taken(tmp_path, case) -> None:
+    """A helper is a bf16 widening only where its body provably moves the 16 bits to the top of
+    a float's (widen.py): a shift by 15, a rounding bias, a shift into int's sign bit
+    (undefined), the bits left low, a branch: refused, the helper named."""
+    body, reason = BF16_NOT_WIDENINGS[case]
+    src = tmp_path / "h.c"
+    src.write_text(LOOPS["bf16_bits_u16"].replace("uint32_t u = h;\n    float f;\n    u <<= 16;",
+                                                  f"float f;\n    {body}"))
+    assert body in src.read_text()
+    result = rewrite_file(str(src), RewriteOptions(target="generic", verify=False))
+    assert not any(r.replaced for r in result.remarks), case
+    assert reason in result.remarks[0].message(), result.remarks[0].message()
+
+
+def test_a_widening_helper_given_other_bits_is_not_taken(tmp_path) -> None:
+    """The elements must be what the helper is given bit for bit: 32-bit integers passed to a
+    uint16_t parameter are cut to their low half by C, which the kernels would not read."""
+    src = tmp_path / "w.c"
+    src.write_text(LOOPS["bf16_bits_u16"].replace("const uint16_t *b", "const uint32_t *b"))
+    result = rewrite_file(str(src), RewriteOptions(target="generic", verify=False))
+    assert not any(r.replaced for r in result.remarks)
+    assert "does not hold the 16 bits" in result.remarks[0].message()
+
+
+WIDENING_SPELLINGS = {
+    # name: (parameter, body, a bf16 widening?)
+    "memcpy": ("uint16_t h", "uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, sizeof f); "
+               "return f;", True),
+    "union": ("uint16_t h", "union { uint32_t i; float f; } u; u.i = (uint32_t)h << 16; "
+              "return u.f;", True),
+    "typedef union": ("uint16_t h", "pun u; u.i = (uint32_t)h << 16; return u.f;", True),
+    "pointer cast": ("unsigned short h", "unsigned u = (unsigned)h << 16; return *(float *)&u;",
+                     True),
+    "sign-extended": ("int16_t h", "uint32_t u = (uint32_t)h << 16; float f; "
+                      "memcpy(&f, &u, 4); return f;", True),
+    "through 64 bits": ("uint16_t h", "uint64_t w = (uint64_t)h << 16; uint32_t u = (uint32_t)w; "
+                        "float f; memcpy(&f, &u, 4); return f;", True),
+    "__bf16": ("__bf16 h", "return (float)h;", True),
+    "struct member": ("bits16 h", "uint32_t u = (uint32_t)h.v << 16; float f; "
+                      "memcpy(&f, &u, sizeof(float)); return f;", True),
+    "_Float16": ("_Float16 h", "return (float)h;", False),
+    "value conversion": ("uint16_t h", "return (float)h;", False),
+    "two bytes copied": ("uint16_t h", "uint32_t u = (uint32_t)h << 16; float f = 0; "
+                         "memcpy(&f, &u, 2); return f;", False),
+    "kept in 64 bits": ("uint16_t h", "uint64_t u = (uint64_t)h << 16; float f; "
+                        "memcpy(&f, &u, 4); return f;", False),
+    "returns double": ("uint16_t h", "uint32_t u = (uint32_t)h << 16; float f; "
+                       "memcpy(&f, &u, 4); return (double)f * 2;", False),
+    "a global read": ("uint16_t h", "uint32_t u = ((uint32_t)h << 16) | bias; float f; "
+                      "memcpy(&f, &u, 4); return f;", False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WIDENING_SPELLINGS))
+def test_bf16_widening_helpers_are_read_from_their_bodies(tmp_path, case) -> None:
+    """widen.bf16_widenings on one helper each: the spellings of the shift to the top of a
+    float's bits (memcpy, unions, a pointer cast, sign extension cut off, a struct member) are
+    taken; another type's conversion, a value conversion, a partial copy, bits left above 32, a
+    double, a global read are not."""
+    from kernelfarer import frontend
+    from kernelfarer.widen import bf16_widenings
+    param, body, widens = WIDENING_SPELLINGS[case]
+    src = tmp_path / "w.c"
+    src.write_text("#include <stdint.h>\n#include <string.h>\n"
+                   "typedef union { uint32_t i; float f; } pun;\n"
+                   "typedef struct { uint16_t v; } bits16;\nuint32_t bias;\n"
+                   f"float helper({param}) {{ {body} }}\n")
+    assert ("helper" in bf16_widenings(frontend.load(str(src)).ast)) == widens
 
 
 def test_a_product_of_two_bf16_is_not_taken_for_an_exact_one(tmp_path) -> None:
