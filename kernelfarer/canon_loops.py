@@ -718,6 +718,13 @@ def _conditional_within(root: c_ast.Node, target: c_ast.Node) -> bool:
     def visit(node: c_ast.Node, guarded: bool) -> bool | None:
         if node is target:
             return guarded
+        if isinstance(node, c_ast.FuncCall):
+            # each argument is evaluated once: their list is no comma operator
+            for child in (node.name, *(node.args.exprs if node.args else ())):
+                found = visit(child, guarded)
+                if found is not None:
+                    return found
+            return None
         here = guarded or isinstance(node, (c_ast.TernaryOp, c_ast.ExprList)) or \
             (isinstance(node, c_ast.BinaryOp) and node.op in ("&&", "||")) or \
             (isinstance(node, c_ast.UnaryOp) and node.op in ("sizeof", "_Alignof"))

@@ -168,11 +168,21 @@ class _Body:
             raise _Unknown
         members = self._union_members(decl.type)
         if members is not None:
-            if decl.init is not None:
-                raise _Unknown
             self.unions[decl.name] = members
             self.types[decl.name] = ctype.Other("union")
             self.values[decl.name] = None
+            if decl.init is not None:           # `= { x }` (its first member), `{ .m = x }`
+                if not isinstance(decl.init, c_ast.InitList) or len(decl.init.exprs) != 1:
+                    raise _Unknown
+                (init,) = decl.init.exprs
+                member = next(iter(members))
+                if isinstance(init, c_ast.NamedInitializer):
+                    if len(init.name) != 1 or not isinstance(init.name[0], c_ast.ID):
+                        raise _Unknown
+                    member, init = init.name[0].name, init.expr
+                if member not in members:
+                    raise _Unknown
+                self.values[decl.name] = self._convert(self.value(init), members[member])
             return
         t = ctype.resolve(decl.type, self.typedefs)
         if not isinstance(t, Scalar) or t.volatile or "static" in (decl.storage or []):

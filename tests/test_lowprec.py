@@ -111,6 +111,17 @@ for _kind, (_storage, _defined, _helper) in BF16_BITS.items():
     LOOPS[_kind] = "#include <stdint.h>\n#include <string.h>\n" + _defined + _helper + \
         LOOPS["bf16"].replace("const __bf16 *", f"const {_storage} *").replace(
             "(float)a[i * lda + p] * (float)b[p * n + j]", "widen(a[i * lda + p]) * widen(b[p * n + j])")
+# ... the elements read through stepped pointers inside the helper's call (`widen(*pa++)`)
+BF16_BITS["bf16_bits_stepped"] = BF16_BITS["bf16_bits_u16"]
+LOOPS["bf16_bits_stepped"] = LOOPS["bf16_bits_u16"].replace("""            float acc = 0;
+            for (int p = 0; p < k; p++)
+                acc += widen(a[i * lda + p]) * widen(b[p * n + j]);""", """            const uint16_t *pa = a + i * lda, *pb = b + j;
+            float acc = 0;
+            for (int p = 0; p < k; p++) {
+                acc += widen(*pa++) * widen(*pb);
+                pb += n;
+            }""")
+assert "*pa++" in LOOPS["bf16_bits_stepped"]
 # uint8 operands: both, A only, B only (vpdpbusd's own uint8 x int8 among them)
 LOOPS["uint8"] = LOOPS["int8"].replace("int8_t", "uint8_t")
 LOOPS["u8s8"] = LOOPS["int8"].replace("const int8_t *a", "const uint8_t *a")
@@ -1204,6 +1215,10 @@ WIDENING_SPELLINGS = {
     "union": ("uint16_t h", "union { uint32_t i; float f; } u; u.i = (uint32_t)h << 16; "
               "return u.f;", True),
     "typedef union": ("uint16_t h", "pun u; u.i = (uint32_t)h << 16; return u.f;", True),
+    "union initialized": ("uint16_t h", "pun u = { (uint32_t)h << 16 }; return u.f;", True),
+    "union designated": ("uint16_t h", "pun u = { .i = (uint32_t)h << 16 }; return u.f;", True),
+    "union's float initialized": ("uint16_t h", "union { float f; uint32_t i; } u = { h }; "
+                                  "return u.f;", False),
     "pointer cast": ("unsigned short h", "unsigned u = (unsigned)h << 16; return *(float *)&u;",
                      True),
     "sign-extended": ("int16_t h", "uint32_t u = (uint32_t)h << 16; float f; "
