@@ -58,11 +58,13 @@ deps: system-deps venv prepare
 demo: deps
 	$(PY) bench/demo.py samples/sgemm.c
 
+# On every CPU the process may use (tests/parallel.py: a pytest process each, sharing the tests
+# out; KERNELFARER_TEST_JOBS=1 for one plain pytest run)
 test: deps
-	$(PY) -m pytest -q -m "not slow" tests/
+	$(PY) tests/parallel.py -q -m "not slow" tests/
 
 fuzz: deps
-	$(PY) -m pytest -q -m slow tests/
+	$(PY) tests/parallel.py -q -m slow tests/
 
 # GEMM speed against OpenBLAS (and oneDNN), the kernels under llvm-mca beside what this core
 # measures, and what a rewrite costs the compiler.

@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 
+# tests/parallel.py's workers: which tests this process runs
+from parallel import pytest_runtest_logfinish, pytest_runtestloop, pytest_sessionfinish  # noqa: F401
+
 # The suite plans like a user on a fresh machine: a tuned profile `kernelfarer tune` stored for this
 # machine must not change its blocks (tests of tune use their own directories).
 os.environ["KERNELFARER_PROFILE_DIR"] = tempfile.mkdtemp(prefix="kf-test-profiles-")
