@@ -131,6 +131,14 @@ def struct_key(name: str) -> str:
     return f"struct {name}"
 
 
+def struct_definitions(node: c_ast.Node):
+    """Named struct/union definitions (with members) anywhere inside a file-scope declaration."""
+    if isinstance(node, (c_ast.Struct, c_ast.Union)) and node.name and node.decls is not None:
+        yield node
+    for _, child in node.children():
+        yield from struct_definitions(child)
+
+
 def record(node: c_ast.Struct | c_ast.Union, typedefs: dict[str, c_ast.Node]) -> CType:
     decls = node.decls
     if decls is None and node.name:

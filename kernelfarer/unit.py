@@ -13,7 +13,7 @@ from pycparser import c_ast
 from kernelfarer.canon_base import loop_var, walk
 from kernelfarer.canonical import Context, canonicalize, min_functions
 from kernelfarer.classify import kind_of
-from kernelfarer.ctype import Scope, struct_key
+from kernelfarer.ctype import Scope, struct_definitions, struct_key
 from kernelfarer.epilogue import pure_functions
 from kernelfarer.diagnostics import SourceLocation
 from kernelfarer.frontend import TranslationUnit
@@ -292,14 +292,6 @@ def _depth(node: c_ast.Node) -> int:
     return inner + (1 if isinstance(node, (c_ast.For, c_ast.While, c_ast.DoWhile)) else 0)
 
 
-def _struct_definitions(node: c_ast.Node):
-    """Named struct/union definitions (with members) anywhere inside a file-scope declaration."""
-    if isinstance(node, (c_ast.Struct, c_ast.Union)) and node.name and node.decls is not None:
-        yield node
-    for _, child in node.children():
-        yield from _struct_definitions(child)
-
-
 # `#line 200 "calc.y"` or `# 200` in the user's own file (what parser and scanner generators write)
 _LINE_DIRECTIVE = re.compile(r"#\s*(?:line\b|(?=\d))")
 _LINE_NUMBER = re.compile(r'#\s*(?:line\s+)?(\d+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*$')
@@ -344,7 +336,7 @@ def find_candidates(tu: TranslationUnit) -> list[Candidate]:
     scope = Scope(typedefs)
     walker = _Walker(tu)
     for ext in tu.ast.ext:
-        for struct in _struct_definitions(ext):
+        for struct in struct_definitions(ext):
             typedefs[struct_key(struct.name)] = struct
         if isinstance(ext, c_ast.Typedef):
             typedefs[ext.name] = ext.type

@@ -83,15 +83,8 @@ def same_storage(element: ctype.CType, parameter: ctype.CType) -> bool:
 def file_typedefs(ast: c_ast.FileAST) -> dict[str, c_ast.Node]:
     """The file-scope typedefs and named struct and union definitions (ctype's table)."""
     typedefs: dict[str, c_ast.Node] = {}
-
-    def structs(node: c_ast.Node):
-        if isinstance(node, (c_ast.Struct, c_ast.Union)) and node.name and node.decls is not None:
-            yield node
-        for _, child in node.children():
-            yield from structs(child)
-
     for ext in ast.ext:
-        for struct in structs(ext):
+        for struct in ctype.struct_definitions(ext):
             typedefs[ctype.struct_key(struct.name)] = struct
         if isinstance(ext, c_ast.Typedef):
             typedefs[ext.name] = ext.type
