@@ -70,7 +70,8 @@ def pure_functions(ast: c_ast.FileAST) -> frozenset[str]:
     the file, so a helper that reads memory the nest may write (a global array, or anything
     through a pointer) or writes any is not pure."""
     # bf16 widening helpers compute on locals only (memcpy, unions included): pure
-    widenings = bf16_widenings(ast)
+    near_misses: dict[str, str] = {}
+    widenings = bf16_widenings(ast, near_misses)
     found = set(PURE_FUNCTIONS) | set(widenings)
     why: dict[str, str] = {}
     tables = _const_tables(ast)
@@ -122,7 +123,7 @@ def pure_functions(ast: c_ast.FileAST) -> frozenset[str]:
                 quiet.add(name)
                 changed = True
     return PureFunctions(found, why, quiet, {name: defs[name] for name in found if name in defs},
-                         widenings)
+                         widenings, near_misses)
 
 
 def _impure_statements(func: c_ast.FuncDef, found, tables: set[str]) -> str | None:
@@ -189,13 +190,16 @@ class PureFunctions(frozenset):
     functions are not among them (for remarks)."""
 
     def __new__(cls, names, why: dict[str, str], errno_free=NO_ERRNO_FUNCTIONS, defs=None,
-                widenings=None):
+                widenings=None, near_widenings=None):
         self = super().__new__(cls, names)
         self.why = dict(why)
         self.errno_free = frozenset(errno_free)    # ... and never set errno (nor what they call)
         self.defs = dict(defs or {})               # the file's own: name -> FuncDef
-        self.widenings = dict(widenings or {})     # ... that widen bf16 bits: name -> their
-        return self                                # parameter's type (widen.py)
+        # ... those that widen bf16 bits (widen.py): name -> their parameter's type; and why
+        # the ones that look like such a helper are not one
+        self.widenings = dict(widenings or {})
+        self.near_widenings = dict(near_widenings or {})
+        return self
 
 
 def _is_pointer(t: c_ast.Node) -> bool:

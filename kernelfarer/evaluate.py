@@ -76,6 +76,7 @@ class Evaluator:
     plain_char: set = field(default_factory=set)             # ... and those of plain `char`
     widenings: dict = field(default_factory=dict)            # bf16 widening helpers (widen.py):
                                                              # name -> their parameter's type
+    near_widenings: dict = field(default_factory=dict)       # ... look-alikes: name -> why not
 
     def value(self, node: c_ast.Node, state: dict) -> Lin:
         if isinstance(node, c_ast.Constant):
@@ -149,6 +150,8 @@ class Evaluator:
                                self.value(args[2], state))
             if name in self.widenings and len(args) == 1:
                 return self._widened_read(name, args[0])
+            if name in self.near_widenings:
+                raise NotGemm(f"call to '{name}' in the loop body: {self.near_widenings[name]}")
             raise NotGemm(f"call to '{name}' in the loop body")
         if isinstance(node, c_ast.TernaryOp):
             raise NotGemm("conditional expression in the loop body")

@@ -70,7 +70,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     iterators = [lp.var for lp in nest.loops]
     conv = IndexConverter(scope, iterators)
     conv.allow_wrap_checks = True
-    ev = Evaluator(scope=scope, conv=conv, widenings=getattr(functions, "widenings", {}))
+    ev = Evaluator(scope=scope, conv=conv, **_widenings(functions))
     for decl in nest.hoisted:
         ev.alias(decl)
     for stmt in nest.pre:
@@ -650,6 +650,12 @@ def _evaluate(nest: LoopNest, ev: Evaluator) -> Lin:
     return after["<C>"]
 
 
+def _widenings(functions) -> dict:
+    """The Evaluator's bf16 widening helpers, and their look-alikes, from the file's functions."""
+    return {"widenings": getattr(functions, "widenings", {}),
+            "near_widenings": getattr(functions, "near_widenings", {})}
+
+
 def _epilogue_attempt(nest: LoopNest, scope: Scope, conv: IndexConverter, dtype: DType,
                       c_access: Access, functions: frozenset[str], linear_failure: NotGemm,
                       sum_from: str = ""):
@@ -657,7 +663,7 @@ def _epilogue_attempt(nest: LoopNest, scope: Scope, conv: IndexConverter, dtype:
     Fails with the linear reason when the shape is not even that.  `sum_from`: where the
     epilogue reads the kernels' sum when it is not C (a converted C's copy, epilogue_form)."""
     ev = Evaluator(scope=scope, conv=conv, dtype=dtype, c_access=c_access,
-                   widenings=getattr(functions, "widenings", {}))
+                   **_widenings(functions))
     for decl in nest.hoisted:
         ev.alias(decl)
     slots = {"<C>"}

@@ -91,9 +91,16 @@ def file_typedefs(ast: c_ast.FileAST) -> dict[str, c_ast.Node]:
     return typedefs
 
 
-def bf16_widenings(ast: c_ast.FileAST) -> dict[str, ctype.CType]:
+NEAR_MISS = ("it takes 16 bits and returns a float, but its body is not read as a bf16 "
+             "widening (the bits shifted to the top of a float's by 16, then memcpy, a union or "
+             "*(float *)&u; nothing else)")
+
+
+def bf16_widenings(ast: c_ast.FileAST,
+                   near_misses: dict[str, str] | None = None) -> dict[str, ctype.CType]:
     """The file's functions that return (float) of the bf16 whose bits they are given: name ->
-    the parameter's type (what the elements passed to it must be, `same_storage`)."""
+    the parameter's type (what the elements passed to it must be, `same_storage`).  Those that
+    have the signature of one but not the body go into `near_misses`, with why (for remarks)."""
     typedefs = file_typedefs(ast)
     out: dict[str, ctype.CType] = {}
     for ext in ast.ext:
@@ -108,10 +115,13 @@ def bf16_widenings(ast: c_ast.FileAST) -> dict[str, ctype.CType]:
         if not is_bf16_storage(param_type, typedefs):
             continue
         try:
-            if _Body(typedefs, params[0], param_type).run(ext.body.block_items or []):
-                out[ext.decl.name] = param_type
+            widens = _Body(typedefs, params[0], param_type).run(ext.body.block_items or [])
         except (_Unknown, RecursionError, ValueError):
-            continue
+            widens = False
+        if widens:
+            out[ext.decl.name] = param_type
+        elif near_misses is not None:
+            near_misses[ext.decl.name] = NEAR_MISS
     return out
 
 
