@@ -14,6 +14,7 @@ from pycparser import c_ast, c_generator
 from kernelfarer import ctype
 from kernelfarer.access import Access, flatten_access
 from kernelfarer.affine import IndexConverter, NotAffine, Poly, is_deref, symbol_root, symbol_text
+from kernelfarer.canon_base import clone, map_children
 from kernelfarer.ctype import Scalar, Scope
 from kernelfarer.nest import NotGemm
 from kernelfarer.targets import DType
@@ -77,6 +78,8 @@ class Evaluator:
     widenings: dict = field(default_factory=dict)            # bf16 widening helpers (widen.py):
                                                              # name -> their parameter's type
     near_widenings: dict = field(default_factory=dict)       # ... look-alikes: name -> why not
+    inlinable: dict = field(default_factory=dict)            # pure `return <expr>;` functions of
+                                                             # the file: name -> FuncDef
 
     def value(self, node: c_ast.Node, state: dict) -> Lin:
         if isinstance(node, c_ast.Constant):
@@ -150,6 +153,8 @@ class Evaluator:
                                self.value(args[2], state))
             if name in self.widenings and len(args) == 1:
                 return self._widened_read(name, args[0])
+            if name in self.inlinable:
+                return self.value(_inlined(self.inlinable[name], args), state)
             if name in self.near_widenings:
                 raise NotGemm(f"call to '{name}' in the loop body: {self.near_widenings[name]}")
             raise NotGemm(f"call to '{name}' in the loop body")
@@ -411,6 +416,39 @@ class Evaluator:
                                            and self.dtype is DType.F32):
             raise NotGemm(f"accumulator '{name}' is {t.spelling}, C holds {self.dtype.ctype} "
                           "(mixed precision)")
+
+
+def _inlined(func: c_ast.FuncDef, args: list[c_ast.Node]) -> c_ast.Node:
+    """The call `func(args)` of a pure function whose body is `return <expr>;` as an expression:
+    <expr> with each parameter replaced by its argument converted to the parameter's type, all
+    converted to the return type, as C converts them at the call (so a double parameter of a
+    float GEMM is the "conversion to 'double'" the evaluator refuses).  An argument is read once
+    by the call, and may be read more or fewer times here: arguments are values (side effects
+    are refused elsewhere), and a matrix element read twice is no GEMM's product."""
+    params = [p for p in func.decl.type.args.params]
+    if len(params) != len(args):
+        raise NotGemm(f"call to '{func.decl.name}' with {len(args)} arguments")
+    by_name = {p.name: (p, a) for p, a in zip(params, args)}
+
+    def typename(decl_type: c_ast.TypeDecl) -> c_ast.Typename:
+        unnamed = clone(decl_type)
+        unnamed.declname = None                    # `(float)`, not `(float x)`
+        return c_ast.Typename(None, [], None, unnamed)
+
+    def substitute(node: c_ast.Node) -> c_ast.Node:
+        if isinstance(node, c_ast.ID) and node.name in by_name:
+            param, arg = by_name[node.name]
+            return c_ast.Cast(typename(param.type), clone(arg), coord=arg.coord)
+        if isinstance(node, c_ast.StructRef):            # x.name: a member, not a parameter
+            node.name = substitute(node.name)
+            return node
+        if isinstance(node, c_ast.FuncCall):             # f(...): the callee is no parameter
+            node.args = substitute(node.args) if node.args is not None else None
+            return node
+        return map_children(node, substitute)
+
+    (ret,) = func.body.block_items
+    return c_ast.Cast(typename(func.decl.type.type), substitute(clone(ret.expr)), coord=ret.coord)
 
 
 # <math.h>'s fused multiply-adds, by the sums they fit (kind and size of C's type): fmaf rounds

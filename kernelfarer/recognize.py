@@ -651,9 +651,33 @@ def _evaluate(nest: LoopNest, ev: Evaluator) -> Lin:
 
 
 def _widenings(functions) -> dict:
-    """The Evaluator's bf16 widening helpers, and their look-alikes, from the file's functions."""
+    """The Evaluator's bf16 widening helpers, their look-alikes and the pure `return <expr>;`
+    functions it reads through (value parameters only), from the file's functions."""
+    inlinable = {}
+    for name, func in getattr(functions, "defs", {}).items():
+        items = func.body.block_items or []
+        params = getattr(func.decl.type.args, "params", None) or []
+        if name not in getattr(functions, "widenings", {}) and len(items) == 1 and \
+                isinstance(items[0], c_ast.Return) and items[0].expr is not None and \
+                isinstance(func.decl.type.type, c_ast.TypeDecl) and \
+                all(isinstance(p, c_ast.Decl) and p.name and isinstance(p.type, c_ast.TypeDecl)
+                    for p in params) and \
+                _names_read(items[0].expr) <= {p.name for p in params}:
+            # (a file-scope name it reads could mean another object where the nest is)
+            inlinable[name] = func
     return {"widenings": getattr(functions, "widenings", {}),
-            "near_widenings": getattr(functions, "near_widenings", {})}
+            "near_widenings": getattr(functions, "near_widenings", {}), "inlinable": inlinable}
+
+
+def _names_read(node: c_ast.Node) -> set[str]:
+    """The identifiers an expression reads (not the functions it calls, nor member names)."""
+    if isinstance(node, c_ast.ID):
+        return {node.name}
+    if isinstance(node, c_ast.StructRef):
+        return _names_read(node.name)
+    if isinstance(node, c_ast.FuncCall):
+        return _names_read(node.args) if node.args is not None else set()
+    return set().union(*(_names_read(child) for _, child in node.children()))
 
 
 def _epilogue_attempt(nest: LoopNest, scope: Scope, conv: IndexConverter, dtype: DType,

@@ -267,6 +267,39 @@ void qgemm(int M, int N, int K, const int8_t *a, const int8_t *b, int32_t *c) {
 }
 """
 
+# The product computed by helpers of the file (pure, `return <expr>;`), read through as C converts
+# at the call: with the pointers stepped inside the call, and for int8 elements given to int
+HELPERS = """
+#include <stdint.h>
+static inline float mul(float x, float y) { return x * y; }
+static inline float madd(float s, float x, float y) { return s + mul(x, y); }
+void sgemm_helpers(int m, int n, int k, const float *a, const float *b, float *c)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            const float *pa = a + i * k, *pb = b + j;
+            float s = c[i * n + j];
+            for (int p = 0; p < k; p++, pb += n)
+                s = madd(s, *pa++, *pb);
+            c[i * n + j] = s;
+        }
+}
+"""
+
+INT8_HELPER = """
+#include <stdint.h>
+static int32_t mac(int32_t acc, int32_t x, int32_t y) { return acc + x * y; }
+void qgemm_mac(int M, int N, int K, const int8_t *a, const int8_t *b, int32_t *c) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      int32_t acc = 0;
+      for (int k = 0; k < K; k++)
+        acc = mac(acc, a[i*K + k], b[k*N + j]);
+      c[i*N + j] = acc;
+    }
+}
+"""
+
 UNSIGNED = """
 void ug(unsigned n, unsigned m, unsigned p, const float *A, const float *B, float *C) {
   for (unsigned i = 0; i < n; i++)
@@ -378,6 +411,14 @@ CASES = {
     "int8_int32": (INT8, "void qgemm(int, int, int, const int8_t *, const int8_t *, int *);",
                    "int", lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
                                            ("I8*", k, n), ("T*", m, n)]),
+    "product_helpers": (HELPERS, "void sgemm_helpers(int, int, int, const float *, const float *, "
+                                 "float *);", "float",
+                        lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                         ("T*", m, n)]),
+    "int8_product_helper": (INT8_HELPER, "void qgemm_mac(int, int, int, const int8_t *, "
+                                         "const int8_t *, int *);", "int",
+                            lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
+                                             ("I8*", k, n), ("T*", m, n)]),
     "unsigned": (UNSIGNED, "void ug(unsigned, unsigned, unsigned, const float *, const float *, "
                            "float *);", "float",
                  lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
@@ -516,3 +557,42 @@ def test_epilogue_fused_or_run_after(name, built):
     result, _ = built[name]
     said = [dict(r.details).get("epilogue", "") for r in result.remarks if r.replaced]
     assert said and all(FUSION[name] in s for s in said), said
+
+
+# Product helpers that C computes otherwise than the GEMM would: each nest stays as written.
+HELPER_NOT_TAKEN = {
+    # a float GEMM's operands converted to double by the call: the sum of double products
+    "double parameters": ("static double mul(double x, double y) { return x * y; }",
+                          "float", "conversion to 'double'"),
+    # int elements cut to short by the call
+    "short parameters": ("static int mul(short x, short y) { return x * y; }", "int",
+                         "conversion to 'short'"),
+    # a file-scope name read inside: where the nest is, the name could be another object
+    "a table read": ("static const float two[1] = {2.0f};\n"
+                     "static float mul(float x, float y) { return x * y * two[0]; }", "float",
+                     "call to 'mul'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HELPER_NOT_TAKEN))
+def test_product_helpers_computed_otherwise_are_not_taken(tmp_path, case) -> None:
+    """A helper's call converts its arguments to its parameters' types and reads what its body
+    names: parameters of another type than the GEMM's, or a file-scope name in the body, and
+    the nest is refused with why."""
+    helper, t, reason = HELPER_NOT_TAKEN[case]
+    src = tmp_path / "h.c"
+    src.write_text(f"""{helper}
+void g(int m, int n, int k, const {t} *a, const {t} *b, {t} *c)
+{{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {{
+            {t} s = 0;
+            for (int p = 0; p < k; p++)
+                s += mul(a[i * k + p], b[p * n + j]);
+            c[i * n + j] = s;
+        }}
+}}
+""")
+    result = rewrite_file(str(src), RewriteOptions(target="generic", verify=False))
+    assert not any(r.replaced for r in result.remarks), case
+    assert reason in result.remarks[0].message(), result.remarks[0].message()
