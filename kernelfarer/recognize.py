@@ -662,8 +662,9 @@ def _widenings(functions) -> dict:
                 isinstance(func.decl.type.type, c_ast.TypeDecl) and \
                 all(isinstance(p, c_ast.Decl) and p.name and isinstance(p.type, c_ast.TypeDecl)
                     for p in params) and \
-                _names_read(items[0].expr) <= {p.name for p in params}:
-            # (a file-scope name it reads could mean another object where the nest is)
+                _names_read(items[0].expr) == {p.name for p in params}:
+            # (a file-scope name it reads could mean another object where the nest is; and an
+            # argument no parameter reads would go unread, its side effects unseen)
             inlinable[name] = func
     return {"widenings": getattr(functions, "widenings", {}),
             "near_widenings": getattr(functions, "near_widenings", {}), "inlinable": inlinable}

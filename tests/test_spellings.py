@@ -571,6 +571,9 @@ HELPER_NOT_TAKEN = {
     "a table read": ("static const float two[1] = {2.0f};\n"
                      "static float mul(float x, float y) { return x * y * two[0]; }", "float",
                      "call to 'mul'"),
+    # an argument no parameter reads: C still evaluates it (`mul(x, *q++)` steps q)
+    "an unread parameter": ("static float mul(float x, float y, float z) { return x * y; }",
+                            "float", "call to 'mul'"),
 }
 
 
@@ -582,13 +585,13 @@ def test_product_helpers_computed_otherwise_are_not_taken(tmp_path, case) -> Non
     helper, t, reason = HELPER_NOT_TAKEN[case]
     src = tmp_path / "h.c"
     src.write_text(f"""{helper}
-void g(int m, int n, int k, const {t} *a, const {t} *b, {t} *c)
+void g(int m, int n, int k, const {t} *a, const {t} *b, {t} *c, const {t} *q)
 {{
     for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++) {{
             {t} s = 0;
             for (int p = 0; p < k; p++)
-                s += mul(a[i * k + p], b[p * n + j]);
+                s += mul(a[i * k + p], b[p * n + j]{", *q++" if "z)" in helper else ""});
             c[i * n + j] = s;
         }}
 }}
