@@ -148,6 +148,10 @@ def main(argv: list[str]) -> int:
     if options.jobs <= 1:
         return subprocess.call(command + pytest_args)
 
+    def stopped(signum, frame):        # a CI timeout's SIGTERM stops the workers too
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stopped)
     queue = Path(tempfile.mkdtemp(prefix="kf-test-queue-"))
     start = time.monotonic()
     workers, logs = [], []
@@ -167,11 +171,16 @@ def main(argv: list[str]) -> int:
                 last = time.monotonic()
                 print(f"  {(last - start) / 60:4.1f} min: {_done(queue)} tests done", flush=True)
     except KeyboardInterrupt:
+        # (SIGTERM: a worker started in the background ignores SIGINT)
         for w in workers:
-            w.send_signal(signal.SIGINT)
+            w.terminate()
         for w in workers:
-            w.wait()
-        raise
+            try:
+                w.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                w.kill()
+        print(f"stopped; logs in {queue}", flush=True)
+        return 130
     for log in logs:
         log.close()
 
