@@ -139,6 +139,17 @@ def struct_definitions(node: c_ast.Node):
         yield from struct_definitions(child)
 
 
+def file_typedefs(ast: c_ast.FileAST) -> dict[str, c_ast.Node]:
+    """The file-scope typedefs and named struct and union definitions (ctype's table)."""
+    typedefs: dict[str, c_ast.Node] = {}
+    for ext in ast.ext:
+        for struct in struct_definitions(ext):
+            typedefs[struct_key(struct.name)] = struct
+        if isinstance(ext, c_ast.Typedef):
+            typedefs[ext.name] = ext.type
+    return typedefs
+
+
 def record(node: c_ast.Struct | c_ast.Union, typedefs: dict[str, c_ast.Node]) -> CType:
     decls = node.decls
     if decls is None and node.name:

@@ -199,7 +199,34 @@ class PureFunctions(frozenset):
         # the ones that look like such a helper are not one
         self.widenings = dict(widenings or {})
         self.near_widenings = dict(near_widenings or {})
+        # ... those of one `return <expr>;` of value parameters the Evaluator reads through
+        self.inlinable = {name: func for name, func in self.defs.items()
+                          if name not in self.widenings and _inlinable(func)}
         return self
+
+
+def _inlinable(func: c_ast.FuncDef) -> bool:
+    """`func` is `T f(T1 a, ...) { return <expr of a, ...>; }`, its expression reading every
+    parameter and nothing else: a file-scope name it reads could mean another object where the
+    nest is, and an argument no parameter reads would go unread, its side effects unseen."""
+    items = func.body.block_items or []
+    params = getattr(func.decl.type.args, "params", None) or []
+    return len(items) == 1 and isinstance(items[0], c_ast.Return) and \
+        items[0].expr is not None and isinstance(func.decl.type.type, c_ast.TypeDecl) and \
+        all(isinstance(p, c_ast.Decl) and p.name and isinstance(p.type, c_ast.TypeDecl)
+            for p in params) and \
+        _names_read(items[0].expr) == {p.name for p in params}
+
+
+def _names_read(node: c_ast.Node) -> set[str]:
+    """The identifiers an expression reads (not the functions it calls, nor member names)."""
+    if isinstance(node, c_ast.ID):
+        return {node.name}
+    if isinstance(node, c_ast.StructRef):
+        return _names_read(node.name)
+    if isinstance(node, c_ast.FuncCall):
+        return _names_read(node.args) if node.args is not None else set()
+    return set().union(*(_names_read(child) for _, child in node.children()))
 
 
 def _is_pointer(t: c_ast.Node) -> bool:

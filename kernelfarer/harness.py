@@ -60,10 +60,6 @@ def _identifiers(*texts: str) -> set[str]:
             if t.kind == "ident"}
 
 
-def _typedefs(ast: c_ast.FileAST) -> dict:
-    return {ext.name: ext.type for ext in ast.ext if isinstance(ext, c_ast.Typedef)}
-
-
 def _file_scope_names(ast: c_ast.FileAST) -> set[str]:
     names = set()
     for ext in ast.ext:
@@ -99,7 +95,7 @@ def make_subject(func: c_ast.FuncDef, spec: GemmSpec, ast: c_ast.FileAST) -> Sub
                                f"variants write a {spec.dtype.ctype} C)", where)
     params = getattr(func.decl.type, "args", None)
     decls = [p for p in (params.params if params else []) if isinstance(p, c_ast.Decl)]
-    typedefs = _typedefs(ast)
+    typedefs = ctype.file_typedefs(ast)
     m, n, k = SIZE_NAMES
     operands = {spec.a.name: ("A", spec.a, m, k, spec.dtype.in_ctype, 3),
                 spec.b.name: ("B", spec.b, k, n, spec.dtype.b_ctype, 3),

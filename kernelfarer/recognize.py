@@ -70,7 +70,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     iterators = [lp.var for lp in nest.loops]
     conv = IndexConverter(scope, iterators)
     conv.allow_wrap_checks = True
-    ev = Evaluator(scope=scope, conv=conv, **_widenings(functions))
+    ev = Evaluator(scope=scope, conv=conv, **_file_functions(functions))
     for decl in nest.hoisted:
         ev.alias(decl)
     for stmt in nest.pre:
@@ -650,35 +650,12 @@ def _evaluate(nest: LoopNest, ev: Evaluator) -> Lin:
     return after["<C>"]
 
 
-def _widenings(functions) -> dict:
-    """The Evaluator's bf16 widening helpers, their look-alikes and the pure `return <expr>;`
-    functions it reads through (value parameters only), from the file's functions."""
-    inlinable = {}
-    for name, func in getattr(functions, "defs", {}).items():
-        items = func.body.block_items or []
-        params = getattr(func.decl.type.args, "params", None) or []
-        if name not in getattr(functions, "widenings", {}) and len(items) == 1 and \
-                isinstance(items[0], c_ast.Return) and items[0].expr is not None and \
-                isinstance(func.decl.type.type, c_ast.TypeDecl) and \
-                all(isinstance(p, c_ast.Decl) and p.name and isinstance(p.type, c_ast.TypeDecl)
-                    for p in params) and \
-                _names_read(items[0].expr) == {p.name for p in params}:
-            # (a file-scope name it reads could mean another object where the nest is; and an
-            # argument no parameter reads would go unread, its side effects unseen)
-            inlinable[name] = func
+def _file_functions(functions) -> dict:
+    """What the Evaluator takes of the file's functions (epilogue.PureFunctions): the bf16
+    widening helpers, their look-alikes and the pure `return <expr>;` helpers it reads through."""
     return {"widenings": getattr(functions, "widenings", {}),
-            "near_widenings": getattr(functions, "near_widenings", {}), "inlinable": inlinable}
-
-
-def _names_read(node: c_ast.Node) -> set[str]:
-    """The identifiers an expression reads (not the functions it calls, nor member names)."""
-    if isinstance(node, c_ast.ID):
-        return {node.name}
-    if isinstance(node, c_ast.StructRef):
-        return _names_read(node.name)
-    if isinstance(node, c_ast.FuncCall):
-        return _names_read(node.args) if node.args is not None else set()
-    return set().union(*(_names_read(child) for _, child in node.children()))
+            "near_widenings": getattr(functions, "near_widenings", {}),
+            "inlinable": getattr(functions, "inlinable", {})}
 
 
 def _epilogue_attempt(nest: LoopNest, scope: Scope, conv: IndexConverter, dtype: DType,
@@ -688,7 +665,7 @@ def _epilogue_attempt(nest: LoopNest, scope: Scope, conv: IndexConverter, dtype:
     Fails with the linear reason when the shape is not even that.  `sum_from`: where the
     epilogue reads the kernels' sum when it is not C (a converted C's copy, epilogue_form)."""
     ev = Evaluator(scope=scope, conv=conv, dtype=dtype, c_access=c_access,
-                   **_widenings(functions))
+                   **_file_functions(functions))
     for decl in nest.hoisted:
         ev.alias(decl)
     slots = {"<C>"}

@@ -13,7 +13,7 @@ from pycparser import c_ast
 from kernelfarer.canon_base import loop_var, walk
 from kernelfarer.canonical import Context, canonicalize, min_functions
 from kernelfarer.classify import kind_of
-from kernelfarer.ctype import Scope, struct_definitions, struct_key
+from kernelfarer.ctype import Scope, file_typedefs
 from kernelfarer.epilogue import pure_functions
 from kernelfarer.diagnostics import SourceLocation
 from kernelfarer.frontend import TranslationUnit
@@ -332,15 +332,11 @@ def find_candidates(tu: TranslationUnit) -> list[Candidate]:
                           "the file's loop nests are not considered: its #line directive gives "
                           "its code other line numbers or another file name (generated code), "
                           "which the rewrite cannot map back to the file", kind="function")]
-    typedefs: dict[str, c_ast.Node] = {}
+    typedefs = file_typedefs(tu.ast)
     scope = Scope(typedefs)
     walker = _Walker(tu)
     for ext in tu.ast.ext:
-        for struct in struct_definitions(ext):
-            typedefs[struct_key(struct.name)] = struct
-        if isinstance(ext, c_ast.Typedef):
-            typedefs[ext.name] = ext.type
-        elif isinstance(ext, c_ast.Decl):
+        if isinstance(ext, c_ast.Decl):
             scope.declare(ext)
         elif isinstance(ext, c_ast.FuncDef):
             scope.declare(ext.decl)

@@ -80,17 +80,6 @@ def same_storage(element: ctype.CType, parameter: ctype.CType) -> bool:
     return False
 
 
-def file_typedefs(ast: c_ast.FileAST) -> dict[str, c_ast.Node]:
-    """The file-scope typedefs and named struct and union definitions (ctype's table)."""
-    typedefs: dict[str, c_ast.Node] = {}
-    for ext in ast.ext:
-        for struct in ctype.struct_definitions(ext):
-            typedefs[ctype.struct_key(struct.name)] = struct
-        if isinstance(ext, c_ast.Typedef):
-            typedefs[ext.name] = ext.type
-    return typedefs
-
-
 NEAR_MISS = ("it takes 16 bits and returns a float, but its body is not read as a bf16 "
              "widening (the bits shifted to the top of a float's by 16, then memcpy, a union or "
              "*(float *)&u; nothing else)")
@@ -101,7 +90,7 @@ def bf16_widenings(ast: c_ast.FileAST,
     """The file's functions that return (float) of the bf16 whose bits they are given: name ->
     the parameter's type (what the elements passed to it must be, `same_storage`).  Those that
     have the signature of one but not the body go into `near_misses`, with why (for remarks)."""
-    typedefs = file_typedefs(ast)
+    typedefs = ctype.file_typedefs(ast)
     out: dict[str, ctype.CType] = {}
     for ext in ast.ext:
         if not isinstance(ext, c_ast.FuncDef):
