@@ -18,22 +18,41 @@ _GEN = c_generator.CGenerator()
 
 
 def while_to_for(node: c_ast.While, init: c_ast.Node | None, canon: Canonical,
-                  root: bool = False) -> c_ast.For | None:
-    """`v = lo; while (v < hi) { ...; v++; }` as `for (v = lo; v < hi; v++) { ... }`."""
+                 root: bool = False, after: c_ast.Node | None = None,
+                 nest: c_ast.Node | None = None, scope: Scope | None = None) -> c_ast.For | None:
+    """`v = lo; while (v < hi) { ...; v++; }` as `for (v = lo; v < hi; v++) { ... }`.
+
+    A count down whose body does not read the counter, `v = n; while (v > 0) { ...; v--; }`
+    (`v != 0`, `while (v)`) or `while (v--) { ... }` (`v-- > 0`), as a count up over as many
+    iterations, with a counter of its own: `for (int v = 0; v < n; v++)`.  Where v is declared
+    right before the loop inside the nest, nothing `after` it in its block may read v (the
+    declaration goes); else nothing else in the `nest` may read v, and it gets the original's
+    final value after the fast path (canon.finals).  A signed count below zero steps through
+    INT_MIN in the original (undefined), and is no iteration here."""
     cond = node.cond
-    if not isinstance(cond, c_ast.BinaryOp):
-        return None
-    var = None
-    if isinstance(cond.left, c_ast.ID) and cond.op in ("<", "<=", "!="):
-        var = cond.left.name
-    elif isinstance(cond.right, c_ast.ID) and cond.op in (">", ">=", "!="):
-        var = cond.right.name
-    if var is None:
-        return None
     items = items_of(node.stmt)
-    if not items or not increments(items[-1], var):
-        return None
-    body = items[:-1]
+    if isinstance(cond, c_ast.ID):                      # while (v)
+        cond = c_ast.BinaryOp("!=", cond, c_ast.Constant("int", "0"))
+    post = _post_decrement(cond)
+    if post is not None:
+        var, cond = post
+        body, stepped = items, -1
+    else:
+        if not isinstance(cond, c_ast.BinaryOp):
+            return None
+        var, direction = None, 0
+        if isinstance(cond.left, c_ast.ID) and cond.op in ("<", "<=", "!=", ">", ">="):
+            var, direction = cond.left.name, {"<": 1, "<=": 1, ">": -1, ">=": -1}.get(cond.op, 0)
+        elif isinstance(cond.right, c_ast.ID) and cond.op in (">", ">=", "!=", "<", "<="):
+            var, direction = cond.right.name, {">": 1, ">=": 1, "<": -1, "<=": -1}.get(cond.op, 0)
+            flipped = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "!=": "!="}[cond.op]
+            cond = c_ast.BinaryOp(flipped, cond.right, cond.left)        # v first
+        if var is None or not items:
+            return None
+        stepped = step_of(items[-1], var)
+        if stepped not in (1, -1) or direction not in (0, stepped):
+            return None
+        body = items[:-1]
     if var in assigned_names(compound(body)) or has_continue(compound(body)):
         return None
     if isinstance(init, c_ast.Assignment) and init.op == "=" and is_var(init.lvalue, var):
@@ -44,17 +63,101 @@ def while_to_for(node: c_ast.While, init: c_ast.Node | None, canon: Canonical,
         return None
     if var in names_in(start) or not side_effect_free(start, frozenset()):
         return None
+    if stepped == -1 and var not in names_in(compound(body)) and cond.op in (">", "!=") and \
+            _is_zero(cond.right):
+        return _count_up(node, init, var, start, post is not None, compound(body, node.stmt),
+                         canon, root, after, nest, scope)
+    if post is not None or stepped == -1 and cond.op == "!=":
+        return None
     head = c_ast.Assignment("=", c_ast.ID(var), clone(start))
     canon.steps.append(f"the while loop over '{var}' as a counted for loop")
-    return c_ast.For(head, cond, c_ast.UnaryOp("p++", c_ast.ID(var)), compound(body, node.stmt),
-                     coord=node.coord)
+    step = c_ast.UnaryOp("p++" if stepped == 1 else "p--", c_ast.ID(var))
+    return c_ast.For(head, cond, step, compound(body, node.stmt), coord=node.coord)
 
 
-def walk_blocks(node: c_ast.Node, canon: Canonical, context: Context) -> c_ast.Node:
+def _count_up(loop: c_ast.While, init: c_ast.Node, var: str, start: c_ast.Node, post: bool,
+              body: c_ast.Compound, canon: Canonical, root: bool, after: c_ast.Node | None,
+              nest: c_ast.Node | None, scope: Scope | None) -> c_ast.For | None:
+    """The count down of `var` from `start` (`while (v > 0) {...; v--;}`, or `while (v--)` when
+    `post`) as a count up of a counter of its own (see while_to_for)."""
+    if isinstance(init, c_ast.Decl) and not root:
+        if after is None or var in names_in(after):
+            return None
+    else:
+        where = loop if root or nest is None else nest
+        uses = sum(1 for n in walk(where) if is_var(n, var))
+        if not root and uses != sum(1 for n in (*walk(init), *walk(loop)) if is_var(n, var)):
+            return None          # the nest reads v elsewhere: it would read another value
+        if not any(isinstance(n, c_ast.Decl) and n.name == var for n in walk(where)):
+            text = f"({_GEN.visit(start)})"
+            canon.finals[var] = f"{var} = {text} > 0 ? -1 : {text} - 1;" if post \
+                else f"{var} = {text} > 0 ? 0 : {text};"
+    if scope is None:
+        return None
+    counter = ctype.resolve(init.type, scope.typedefs) if isinstance(init, c_ast.Decl) \
+        else scope.type_of(var)
+    if not isinstance(counter, ctype.Scalar) or counter.kind != "int":
+        return None
+    # the count is start converted to v's type; (uint32_t)n of an int n is n, or, n below
+    # zero, a count the original overruns the arrays with: a conversion that could cut n's
+    # value (to 16 bits, of a long) stays, and the recognizer says so
+    bound = start.expr if isinstance(start, c_ast.Cast) and \
+        _value_kept(ctype.resolve(start.to_type, scope.typedefs), start.expr, scope) else start
+    if not _value_kept(counter, bound, scope):
+        bound = c_ast.Cast(c_ast.Typename(None, [], None, c_ast.TypeDecl(
+            None, [], None, c_ast.IdentifierType(counter.spelling.split()))), clone(bound))
+    name = var      # (the body does not read it: a counter of its own by the same name)
+    decl = c_ast.Decl(name, [], [], [], [], c_ast.TypeDecl(name, [], None,
+                                                           c_ast.IdentifierType(["int"])),
+                      c_ast.Constant("int", "0"), None)
+    canon.steps.append(f"the while loop counting '{var}' down as a loop counting up")
+    return c_ast.For(c_ast.DeclList([decl]), c_ast.BinaryOp("<", c_ast.ID(name), clone(bound)),
+                     c_ast.UnaryOp("p++", c_ast.ID(name)), body, coord=loop.coord)
+
+
+def _value_kept(wide: ctype.CType, value: c_ast.Node, scope: Scope) -> bool:
+    """Converting `value` (a name of an integer type) to integer type `wide` of at least 32 bits
+    keeps every value that is not below zero."""
+    inner = scope.type_of_expr(value)
+    return isinstance(wide, ctype.Scalar) and isinstance(inner, ctype.Scalar) and \
+        wide.kind == inner.kind == "int" and wide.bits >= max(inner.bits, 32)
+
+
+def _is_zero(node: c_ast.Node) -> bool:
+    """An integer constant 0 (0, 0u, 0UL)."""
+    return isinstance(node, c_ast.Constant) and "int" in node.type and \
+        node.value.rstrip("uUlL") in ("0", "00", "0x0")
+
+
+def _post_decrement(cond: c_ast.Node) -> tuple[str, c_ast.BinaryOp] | None:
+    """`v--`, `v-- != 0`, `v-- > 0`, `0 < v--`: v and the condition on v before the step."""
+    def counter(node: c_ast.Node) -> str | None:
+        if isinstance(node, c_ast.UnaryOp) and node.op == "p--" and \
+                isinstance(node.expr, c_ast.ID):
+            return node.expr.name
+        return None
+    zero = c_ast.Constant("int", "0")
+    if counter(cond) is not None:
+        return counter(cond), c_ast.BinaryOp("!=", c_ast.ID(counter(cond)), zero)
+    if isinstance(cond, c_ast.BinaryOp) and cond.op == "!=" and \
+            _is_zero(cond.right) and counter(cond.left) is not None:
+        return counter(cond.left), c_ast.BinaryOp("!=", c_ast.ID(counter(cond.left)), zero)
+    if isinstance(cond, c_ast.BinaryOp) and cond.op == ">" and \
+            _is_zero(cond.right) and counter(cond.left) is not None:
+        return counter(cond.left), c_ast.BinaryOp(">", c_ast.ID(counter(cond.left)), zero)
+    if isinstance(cond, c_ast.BinaryOp) and cond.op == "<" and \
+            _is_zero(cond.left) and counter(cond.right) is not None:
+        return counter(cond.right), c_ast.BinaryOp(">", c_ast.ID(counter(cond.right)), zero)
+    return None
+
+
+def walk_blocks(node: c_ast.Node, canon: Canonical, context: Context,
+                root: c_ast.Node | None = None) -> c_ast.Node:
     """Counted while loops inside the nest, with their counter's initialization right before them
     in the same block (a declaration moves into the for when nothing after the loop uses it)."""
     if not isinstance(node, c_ast.For):
         return node
+    root = root or node
     items = items_of(node.stmt)
     out: list[c_ast.Node] = []
     changed = False
@@ -62,12 +165,15 @@ def walk_blocks(node: c_ast.Node, canon: Canonical, context: Context) -> c_ast.N
         if isinstance(item, c_ast.While) and out:
             init = out[-1]
             after = compound(items[index + 1:])
-            converted = while_to_for(item, init, canon)
-            if converted is not None and isinstance(init, c_ast.Decl):
+            converted = while_to_for(item, init, canon, after=after, nest=root,
+                                     scope=context.scope)
+            if converted is not None and isinstance(init, c_ast.Decl) and \
+                    not isinstance(converted.init, c_ast.DeclList):
                 if init.name in names_in(after):
                     converted = None
                 else:
                     decl = clone(init)
+                    decl.init = converted.init.rvalue
                     converted.init = c_ast.DeclList([decl])
             if converted is not None:
                 out[-1] = converted
@@ -78,8 +184,140 @@ def walk_blocks(node: c_ast.Node, canon: Canonical, context: Context) -> c_ast.N
         node.stmt = compound(out, node.stmt)
     for item in items_of(node.stmt):
         for loop in outer_loops(item):
-            walk_blocks(loop, canon, context)
+            walk_blocks(loop, canon, context, root)
     return node
+
+
+_MEMSETS = ("memset", "__builtin_memset")
+
+
+def memsets_to_loops(node: c_ast.Node, canon: Canonical, context: Context) -> bool:
+    """`memset(p, 0, count * sizeof(T))` as a statement of the nest's loop bodies, p a `T *` of
+    an arithmetic T (all-zero bytes are T's zero: integers and IEEE floats), becomes
+    `for (int t = 0; t < count; t++) p[t] = 0;`, the zeroing loop the recognizer reads as C's
+    initialization.  p and count must read only variables the loop does not store (no memory,
+    no side effects), so that evaluating them once per element is evaluating them once.
+    Whether any memset was taken."""
+    changed = False
+    for loop in nest_loops(node):
+        items = items_of(loop.stmt)
+        out = [_zeroing_loop(item, context, node, items[at + 1:]) or item
+               for at, item in enumerate(items)]
+        if any(a is not b for a, b in zip(out, items)):
+            canon.steps.append("memset(p, 0, n * sizeof *p) as a loop storing p[t] = 0")
+            loop.stmt = compound(out, loop.stmt)
+            changed = True
+    return changed
+
+
+def _zeroing_loop(item: c_ast.Node, context: Context, nest: c_ast.Node,
+                  rest: list[c_ast.Node]) -> c_ast.For | None:
+    """The loop for one memset statement; with the header of the loop right after it (or of
+    that loop's only inner loop) where that runs over the same count from 0, so that the two
+    read as one loop over C's elements (`for j C[i][j] = 0; for k for j ...`)."""
+    if not (isinstance(item, c_ast.FuncCall) and isinstance(item.name, c_ast.ID)
+            and item.name.name in _MEMSETS and item.args is not None
+            and len(item.args.exprs) == 3 and const_int(item.args.exprs[1]) == 0):
+        return None
+    pointer, _, size = item.args.exprs
+    if isinstance(pointer, c_ast.UnaryOp) and pointer.op == "&":     # &C[i * ldc]
+        target = _pointer_type(pointer.expr.name, context.scope) \
+            if isinstance(pointer.expr, c_ast.ArrayRef) else None
+    else:                                                           # crow, C + i * ldc
+        pointers = [(s, t) for s, t in terms_of(pointer)
+                    if _pointer_type(t, context.scope) is not None]
+        target = _pointer_type(pointers[0][1], context.scope) \
+            if [s for s, _ in pointers] == [1] else None
+    elem = ctype.element(target) if target is not None else None
+    if not isinstance(elem, ctype.Scalar) or elem.volatile:
+        return None
+    count = _count_of(size, pointer, elem, context.scope)
+    if count is None or not all(_plain_value(x) for x in (pointer, count)):
+        return None
+    for name in names_in(pointer) | names_in(count):
+        decl = context.scope.lookup(name)
+        if decl is None or context.scope.is_global(decl):
+            return None          # (a global could be one of the elements zeroed)
+    following = rest[0] if rest and isinstance(rest[0], c_ast.For) else None
+    inner = items_of(following.stmt) if following is not None else []
+    for like in (following, inner[0] if len(inner) == 1 else None):
+        if not isinstance(like, c_ast.For) or not isinstance(like.cond, c_ast.BinaryOp):
+            continue
+        var, start = init_var(like) or (None, None)
+        if var is not None and like.cond.op == "<" and is_var(like.cond.left, var) and \
+                _GEN.visit(like.cond.right) == _GEN.visit(count) and const_int(start) == 0 \
+                and increments(like, var) and var not in names_in(pointer) | names_in(count):
+            # (the loop after it sets its counter before reading it: storing it here changes
+            # nothing that is read)
+            return c_ast.For(clone(like.init), clone(like.cond), clone(like.next),
+                             _zero_store(pointer, var, context.scope), coord=item.coord)
+    name = "kf_zero"
+    while name in names_in(nest):
+        name += "_"
+    decl = c_ast.TypeDecl(name, [], None, c_ast.IdentifierType(["int"]))
+    init = c_ast.DeclList([c_ast.Decl(name, [], [], [], [], decl, c_ast.Constant("int", "0"),
+                                      None)])
+    return c_ast.For(init, c_ast.BinaryOp("<", c_ast.ID(name), clone(count)),
+                     c_ast.UnaryOp("p++", c_ast.ID(name)), _zero_store(pointer, name, context.scope),
+                     coord=item.coord)
+
+
+def _zero_store(pointer: c_ast.Node, var: str, scope: Scope) -> c_ast.Assignment:
+    """`p[var] = 0`; `P[x + var] = 0` for a pointer `P + x` or `&P[x]`."""
+    if isinstance(pointer, c_ast.UnaryOp) and pointer.op == "&" and \
+            isinstance(pointer.expr, c_ast.ArrayRef):
+        return c_ast.Assignment("=", c_ast.ArrayRef(
+            clone(pointer.expr.name), c_ast.BinaryOp("+", clone(pointer.expr.subscript),
+                                                     c_ast.ID(var))), c_ast.Constant("int", "0"))
+    terms = terms_of(pointer)
+    base = next(t for s, t in terms if s > 0 and _pointer_type(t, scope) is not None)
+    index = sum_of([(s, clone(t)) for s, t in terms if t is not base] + [(1, c_ast.ID(var))])
+    return c_ast.Assignment("=", c_ast.ArrayRef(clone(base), index), c_ast.Constant("int", "0"))
+
+
+def _count_of(size: c_ast.Node, pointer: c_ast.Node, elem: ctype.Scalar,
+              scope: Scope) -> c_ast.Node | None:
+    """n of a byte count `n * sizeof(T)` (either order; `sizeof *p`, `sizeof p[0]` too) whose
+    sizeof is of the pointer's element type; the count itself of 1-byte elements."""
+    def element_size(node: c_ast.Node) -> bool:
+        if not (isinstance(node, c_ast.UnaryOp) and node.op == "sizeof"):
+            return False
+        what = node.expr
+        if isinstance(what, c_ast.Typename):
+            t = ctype.resolve(what.type, scope.typedefs)
+            return isinstance(t, ctype.Scalar) and (t.kind, t.bits, t.spelling) == \
+                (elem.kind, elem.bits, elem.spelling)
+        text = _GEN.visit(pointer)
+        return (isinstance(what, c_ast.UnaryOp) and what.op == "*"
+                and _GEN.visit(what.expr) == text) or \
+            (isinstance(what, c_ast.ArrayRef) and const_int(what.subscript) == 0
+             and _GEN.visit(what.name) == text)
+    if isinstance(size, c_ast.BinaryOp) and size.op == "*":
+        for one, other in ((size.left, size.right), (size.right, size.left)):
+            if element_size(one):
+                while isinstance(other, c_ast.Cast) and isinstance(
+                        ctype.resolve(other.to_type, scope.typedefs), ctype.Scalar) and \
+                        ctype.resolve(other.to_type, scope.typedefs).kind == "int":
+                    other = other.expr
+                return other
+        return None
+    return size if elem.bits == 8 and not element_size(size) else None
+
+
+def _plain_value(node: c_ast.Node) -> bool:
+    """Variables, constants and arithmetic on them: nothing read through memory or called."""
+    if isinstance(node, (c_ast.ID, c_ast.Constant)):
+        return True
+    if isinstance(node, c_ast.BinaryOp):
+        return node.op in ("+", "-", "*") and _plain_value(node.left) and _plain_value(node.right)
+    if isinstance(node, c_ast.UnaryOp) and node.op == "&":          # &p[x]: an address
+        return isinstance(node.expr, c_ast.ArrayRef) and isinstance(node.expr.name, c_ast.ID) \
+            and _plain_value(node.expr.subscript)
+    if isinstance(node, c_ast.UnaryOp):
+        return node.op in ("-", "+") and _plain_value(node.expr)
+    if isinstance(node, c_ast.Cast):
+        return _plain_value(node.expr)
+    return False
 
 
 def strip_labels(node: c_ast.Node, context: Context) -> c_ast.Node:

@@ -6,6 +6,7 @@ small transform that keeps what the nest computes, applied to a copy of the nest
 is never changed, and the fallback path runs the user's own text anyway):
 
 - `while` loops with a counter (set just before, stepped last) become `for` loops;
+- `memset(p, 0, n * sizeof *p)` in a loop body becomes the loop storing zeros it is;
 - labels no `goto` targets are dropped;
 - pointers and indices a loop steps (`b += N` in its increment or last in its body, `*c++`) are
   read as their value on entry plus the loop's count of steps;
@@ -36,8 +37,8 @@ _GEN = c_generator.CGenerator()
 
 from kernelfarer.canon_base import Canonical, Context, Side, clone, loop_vars, with_declarations
 from kernelfarer.canon_loops import (
-    collapse_anywhere, detile, induction_variables, normalize_loops, pointer_subscripts,
-    reroll_blocks, strip_labels, walk_blocks, while_to_for, min_functions)
+    collapse_anywhere, detile, induction_variables, memsets_to_loops, normalize_loops,
+    pointer_subscripts, reroll_blocks, strip_labels, walk_blocks, while_to_for, min_functions)
 from kernelfarer.canon_values import (
     drop_zero_skips, split_side_statements, substitute_blocks, substitute_pointers,
     unswitch_beta)
@@ -54,7 +55,7 @@ def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | Non
     canon = Canonical(node=None)   # type: ignore[arg-type]
     context = with_declarations(context, node, before)
     if isinstance(node, c_ast.While):
-        node = while_to_for(node, clone(before), canon, root=True)
+        node = while_to_for(node, clone(before), canon, root=True, scope=context.scope)
         if node is None:
             return None
     if not isinstance(node, c_ast.For):
@@ -74,6 +75,8 @@ def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | Non
     drop_zero_skips(node, canon)
     substitute_pointers(node, canon, context)
     substitute_blocks(node, canon, context, loop_vars(node))
+    if memsets_to_loops(node, canon, context):
+        substitute_pointers(node, canon, context)      # a row pointer memset was given
     split_side_statements(node, canon)
     node = collapse_anywhere(node, canon, context)
     canon.node = node

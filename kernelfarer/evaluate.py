@@ -121,7 +121,8 @@ class Evaluator:
             target = ctype.resolve(node.to_type, self.scope.typedefs)
             if not (isinstance(target, Scalar) and self.dtype
                     and self.dtype.is_result(target.kind, target.bits, target.signed,
-                                             target.spelling)):
+                                             target.spelling)) \
+                    and not self._widened_element(node.expr, target):
                 raise NotGemm(f"conversion to '{_GEN.visit(node.to_type)}' in the loop body")
             return self.value(node.expr, state)
         if isinstance(node, c_ast.BinaryOp):
@@ -287,6 +288,26 @@ class Evaluator:
                 out = {"ab": a[ka] * b[kb], ka: a[ka] * zb, kb: za * b[kb], "one": za * zb}
                 return {k: v for k, v in out.items() if not v.is_zero()}
         raise NotGemm("the loop body is not a sum of products of two matrix elements")
+
+    def _widened_element(self, expr: c_ast.Node, target) -> bool:
+        """`(int16_t)a[i][k]` of an integer element that `target` holds every value of: the
+        element's value (the product is then C's int product of the same values)."""
+        while isinstance(expr, c_ast.Cast):
+            outer = ctype.resolve(expr.to_type, self.scope.typedefs)
+            if not _holds_all(outer, self._element_type(expr.expr)):
+                return False
+            expr = expr.expr
+        return isinstance(expr, c_ast.ArrayRef) and _holds_all(target, self._element_type(expr))
+
+    def _element_type(self, expr: c_ast.Node):
+        while isinstance(expr, c_ast.Cast):
+            expr = expr.expr
+        if not isinstance(expr, c_ast.ArrayRef):
+            return None
+        try:
+            return flatten_access(expr, self.scope, self.conv, self.aliases).elem
+        except (NotGemm, NotAffine):
+            return None
 
     def _check_elem(self, acc: Access) -> None:
         if self.dtype is None:
@@ -481,3 +502,14 @@ def _first_line(node: c_ast.Node) -> str:
 
 # -- the recognizer -------------------------------------------------------------------------------
 
+
+def _holds_all(wide, narrow) -> bool:
+    """Integer type `wide` holds every value of integer type `narrow`."""
+    if not (isinstance(wide, Scalar) and isinstance(narrow, Scalar)
+            and wide.kind == narrow.kind == "int") or wide.spelling == "char":
+        return False
+    if narrow.spelling == "char":       # signed or not by the compile: int16 holds both
+        return wide.signed and wide.bits > 8
+    if narrow.signed and not wide.signed:
+        return False
+    return wide.bits > narrow.bits or (wide.bits == narrow.bits and wide.signed == narrow.signed)

@@ -300,6 +300,100 @@ void qgemm_mac(int M, int N, int K, const int8_t *a, const int8_t *b, int32_t *c
 }
 """
 
+# C's rows zeroed by memset before the sums (a row pointer given to it; the address of a row's
+# first element), as C code clears a buffer: read as the loop storing zeros it is
+MEMSET_ROWS = """
+#include <string.h>
+void sgemm_memset(int M, int N, int K, const float *a, const float *b, float *c) {
+  for (int i = 0; i < M; i++) {
+    float *crow = c + i * N;
+    memset(crow, 0, N * sizeof *crow);
+    for (int k = 0; k < K; k++) {
+      const float x = a[i * K + k];
+      for (int j = 0; j < N; j++)
+        crow[j] += x * b[k * N + j];
+    }
+  }
+}
+"""
+
+MEMSET_INT8 = """
+#include <stdint.h>
+#include <string.h>
+void qgemm_memset(int M, int N, int K, const int8_t *a, const int8_t *b, int32_t *c) {
+  for (int i = 0; i < M; i++) {
+    memset(&c[i * N], 0, (size_t)N * sizeof(int32_t));
+    for (int j = 0; j < N; j++)
+      for (int k = 0; k < K; k++)
+        c[i * N + j] += a[i * K + k] * b[j * K + k];
+  }
+}
+"""
+
+# the int8 elements widened by casts before the product (to int16, as SIMD code thinks of it;
+# to int64, as overflow-wary code writes): the same values, so the same products
+INT8_WIDENED = """
+#include <stdint.h>
+void qgemm_widened(int M, int N, int K, const int8_t *a, const uint8_t *b, int32_t *c) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      int acc = 0;
+      for (int k = 0; k < K; k++)
+        acc = acc + (int32_t)((int16_t)a[i * K + k] * (int64_t)(uint16_t)b[k * N + j]);
+      c[i * N + j] = acc;
+    }
+}
+"""
+
+# while loops counting down, as CMSIS-DSP and hand-written C count: the counter set right before
+# the loop (declared there, or a variable of the function, read after the nest: it must be left
+# with the original's final value), stepped last or in the condition (`while (cnt--)`)
+COUNT_DOWN = """
+#include <stdint.h>
+int qgemm_count_down(int M, int N, int K, const int8_t *a, const int8_t *b, int32_t *c) {
+  uint32_t row, col, colCnt = 7;
+  const int8_t *pInA = a;
+  int32_t *px = c;
+  row = (uint32_t)M;
+  while (row > 0U) {
+    const int8_t *pIn2 = b;
+    col = (uint32_t)N;
+    while (col > 0U) {
+      const int8_t *pIn1 = pInA, *pb = pIn2;
+      int32_t sum = 0;
+      colCnt = (uint32_t)K;
+      while (colCnt > 0U) {
+        sum += (int32_t)*pIn1++ * *pb;
+        pb += N;
+        colCnt--;
+      }
+      *px++ = sum;
+      pIn2++;
+      col--;
+    }
+    pInA += K;
+    row--;
+  }
+  return (int)(colCnt * 100U + row * 10U + col) + (int)(px - c);
+}
+"""
+
+COUNT_DOWN_POST = """
+void sgemm_count_down(int M, int N, int K, const float *a, const float *b, float *c) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      const float *pa = a + i * K, *pb = b + j;
+      float acc = 0.0f;
+      int cnt = K;
+      while (cnt--) {
+        acc += *pa++ * *pb;
+        pb += N;
+      }
+      c[i * N + j] = acc;
+    }
+}
+"""
+
 UNSIGNED = """
 void ug(unsigned n, unsigned m, unsigned p, const float *A, const float *B, float *C) {
   for (unsigned i = 0; i < n; i++)
@@ -411,6 +505,26 @@ CASES = {
     "int8_int32": (INT8, "void qgemm(int, int, int, const int8_t *, const int8_t *, int *);",
                    "int", lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
                                            ("I8*", k, n), ("T*", m, n)]),
+    "memset_rows": (MEMSET_ROWS, "void sgemm_memset(int, int, int, const float *, "
+                                 "const float *, float *);", "float",
+                    lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                     ("T*", m, n)]),
+    "memset_int8": (MEMSET_INT8, "void qgemm_memset(int, int, int, const int8_t *, "
+                                 "const int8_t *, int *);", "int",
+                    lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k), ("I8*", n, k),
+                                     ("T*", m, n)]),
+    "int8_widened": (INT8_WIDENED, "void qgemm_widened(int, int, int, const int8_t *, "
+                                   "const int8_t *, int *);", "int",
+                     lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k), ("I8*", k, n),
+                                      ("T*", m, n)]),
+    "count_down": (COUNT_DOWN, "int qgemm_count_down(int, int, int, const int8_t *, "
+                               "const int8_t *, int *);", "int",
+                   lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k), ("I8*", k, n),
+                                    ("T*", m, n)]),
+    "count_down_post": (COUNT_DOWN_POST, "void sgemm_count_down(int, int, int, const float *, "
+                                         "const float *, float *);", "float",
+                        lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                         ("T*", m, n)]),
     "product_helpers": (HELPERS, "void sgemm_helpers(int, int, int, const float *, const float *, "
                                  "float *);", "float",
                         lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
