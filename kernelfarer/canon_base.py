@@ -311,6 +311,18 @@ def outer_loops(node: c_ast.Node) -> list[c_ast.For]:
     return out
 
 
+def perfect_chain(node: c_ast.For) -> list[c_ast.For]:
+    """`node` and the loops nested in it perfectly: each the whole body of the one before
+    (pragmas aside)."""
+    chain = [node]
+    while True:
+        items = [i for i in items_of(chain[-1].stmt) if not isinstance(i, c_ast.Pragma)]
+        if len(items) == 1 and isinstance(items[0], c_ast.For):
+            chain.append(items[0])
+        else:
+            return chain
+
+
 def nest_loops(node: c_ast.Node) -> list[c_ast.For]:
     """The for loops of the nest, outermost first (loops inside loops' bodies)."""
     out = []

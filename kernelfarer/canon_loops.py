@@ -12,7 +12,7 @@ from kernelfarer.ctype import Scope
 from kernelfarer.canon_base import (
     Canonical, Context, clone, items_of, compound, names_in, assigned_names, replace_ids, is_var,
     const_int, step_of, init_var, loop_var, loop_vars, increments, has_continue, side_effect_free,
-    outer_loops, nest_loops, terms_of, sum_of, single, walk, map_children)
+    outer_loops, nest_loops, perfect_chain, terms_of, sum_of, single, walk, map_children)
 
 _GEN = c_generator.CGenerator()
 
@@ -448,19 +448,9 @@ def min_functions(ast: c_ast.FileAST) -> frozenset[str]:
     return frozenset(out)
 
 
-def _perfect_chain(node: c_ast.For) -> list[c_ast.For]:
-    chain = [node]
-    while True:
-        items = [i for i in items_of(chain[-1].stmt) if not isinstance(i, c_ast.Pragma)]
-        if len(items) == 1 and isinstance(items[0], c_ast.For):
-            chain.append(items[0])
-        else:
-            return chain
-
-
 def detile(node: c_ast.For, canon: Canonical, context: Context) -> c_ast.For | None:
     """for ii (step T) ... for i in [ii, min(ii + T, hi)) ...  ->  for i in [lo, hi)."""
-    chain = _perfect_chain(node)
+    chain = perfect_chain(node)
     if len(chain) < 4:
         return None
     tiles: dict[str, tuple[c_ast.Node, c_ast.Node, str]] = {}   # var -> (lo, hi, step text)

@@ -195,6 +195,11 @@ def _expr_type(node: c_ast.Node, scope: Scope):
         if lt is None or rt is None:
             return None
         return ctype.usual_conversion(lt, rt)
+    if isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID):
+        decl = scope.lookup(node.name.name)        # what the function returns
+        if decl is not None and isinstance(decl.type, c_ast.FuncDecl):
+            t = ctype.resolve(decl.type.type, scope.typedefs)
+            return t if isinstance(t, Scalar) else None
     return None
 
 

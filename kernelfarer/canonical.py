@@ -14,6 +14,8 @@ is never changed, and the fallback path runs the user's own text anyway):
 - counted loops are normalised: `v != hi` to `v < hi` (with a run-time check that lo <= hi),
   decrementing loops to incrementing ones over the same values (the original's final value of
   the variable is kept for after the fast path);
+- sums kept by hand in a local array (a register tile) are summed each in a scalar, and a loop
+  stepping by a tile with a loop over its offsets becomes one loop (canon_tiles.py);
 - a hand-tiled nest whose tiles cover the iteration space exactly is de-tiled;
 - a k loop unrolled by hand with its remainder loop is re-rolled;
 - scalar temporaries (hoisted operands, index temporaries, `mult`-style products, f2c's bound
@@ -39,6 +41,7 @@ from kernelfarer.canon_base import Canonical, Context, Side, clone, loop_vars, w
 from kernelfarer.canon_loops import (
     collapse_anywhere, detile, induction_variables, memsets_to_loops, normalize_loops,
     pointer_subscripts, reroll_blocks, strip_labels, walk_blocks, while_to_for, min_functions)
+from kernelfarer.canon_tiles import detile_offsets, untile_accumulators
 from kernelfarer.canon_values import (
     drop_zero_skips, split_side_statements, substitute_blocks, substitute_pointers,
     unswitch_beta)
@@ -69,6 +72,8 @@ def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | Non
         canon.steps.append("pointer subscripts *(p + i) as p[i]")
     nest_vars = loop_vars(node)
     normalize_loops(node, canon, nest_vars)
+    untile_accumulators(node, canon, context)
+    detile_offsets(node, canon, context)
     node = detile(node, canon, context) or node
     reroll_blocks(node, canon, context)
     unswitch_beta(node, canon)

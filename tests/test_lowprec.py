@@ -122,6 +122,20 @@ LOOPS["bf16_bits_stepped"] = LOOPS["bf16_bits_u16"].replace("""            float
                 pb += n;
             }""")
 assert "*pa++" in LOOPS["bf16_bits_stepped"]
+# ... A's element widened once, out of the loop over j (the i-k-j order): the temporary holds
+# what the helper returns, substituted back into the product
+BF16_BITS["bf16_bits_hoisted"] = BF16_BITS["bf16_bits_struct"]
+LOOPS["bf16_bits_hoisted"] = LOOPS["bf16_bits_struct"].replace("""        for (int j = 0; j < n; j++) {
+            float acc = 0;
+            for (int p = 0; p < k; p++)
+                acc += widen(a[i * lda + p]) * widen(b[p * n + j]);
+            c[i * ldc + j] = acc;
+        }""", """        for (int p = 0; p < k; p++) {
+            const float x = widen(a[i * lda + p]);
+            for (int j = 0; j < n; j++)
+                c[i * ldc + j] += x * widen(b[p * n + j]);
+        }""")
+assert "const float x" in LOOPS["bf16_bits_hoisted"]
 # uint8 operands: both, A only, B only (vpdpbusd's own uint8 x int8 among them)
 LOOPS["uint8"] = LOOPS["int8"].replace("int8_t", "uint8_t")
 LOOPS["u8s8"] = LOOPS["int8"].replace("const int8_t *a", "const uint8_t *a")

@@ -394,6 +394,61 @@ void sgemm_count_down(int M, int N, int K, const float *a, const float *b, float
 }
 """
 
+# register tiles kept by hand in local arrays, the loop stepping by the tile (llm.c's matmul:
+# rows of the output in steps of 4, the tile's loop outside the loop over columns; int8 sums in
+# an array initialized {0}, columns in steps of 4): run past the range where it is not a
+# multiple of the step, which the buffers here leave room for
+TILE_ROWS = """
+void tile_rows(float *out, const float *inp, const float *weight, const float *bias,
+               int BT, int C, int OC) {
+  for (int obt = 0; obt < BT; obt += 4) {
+    for (int o = 0; o < OC; o++) {
+      float result[4];
+      for (int ibt = 0; ibt < 4; ibt++) result[ibt] = bias[o];
+      for (int i = 0; i < C; i++) {
+        float w = weight[i + o * C];
+        for (int ibt = 0; ibt < 4; ibt++) {
+          int bt = obt + ibt;
+          result[ibt] += inp[bt * C + i] * w;
+        }
+      }
+      for (int ibt = 0; ibt < 4; ibt++) {
+        int bt = obt + ibt;
+        out[bt * OC + o] = result[ibt];
+      }
+    }
+  }
+}
+"""
+
+TILE_COLUMNS = """
+#include <stdint.h>
+void tile_columns(int M, int N, int K, const int8_t *a, const int8_t *b, int32_t *c) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j += 4) {
+      int32_t acc[4] = {0};
+      for (int k = 0; k < K; k++)
+        for (int jj = 0; jj < 4; jj++)
+          acc[jj] += a[i * K + k] * b[k * N + j + jj];
+      for (int jj = 0; jj < 4; jj++)
+        c[i * N + j + jj] = acc[jj];
+    }
+}
+"""
+
+# a pure helper's value held in a temporary out of the loop over j (i-k-j), substituted back
+HOISTED_HELPER = """
+static inline float half(float x) { return 0.5f * x; }
+void sgemm_hoisted_helper(int M, int N, int K, const float *a, const float *b, float *c) {
+  for (int i = 0; i < M; i++)
+    for (int k = 0; k < K; k++) {
+      const float x = half(a[i * K + k]);
+      for (int j = 0; j < N; j++)
+        c[i * N + j] += x * b[k * N + j];
+    }
+}
+"""
+
 UNSIGNED = """
 void ug(unsigned n, unsigned m, unsigned p, const float *A, const float *B, float *C) {
   for (unsigned i = 0; i < n; i++)
@@ -525,6 +580,10 @@ CASES = {
                                          "const float *, float *);", "float",
                         lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
                                          ("T*", m, n)]),
+    "hoisted_helper": (HOISTED_HELPER, "void sgemm_hoisted_helper(int, int, int, const float *, "
+                                       "const float *, float *);", "float",
+                       lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                        ("T*", m, n)]),
     "product_helpers": (HELPERS, "void sgemm_helpers(int, int, int, const float *, const float *, "
                                  "float *);", "float",
                         lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
@@ -646,6 +705,36 @@ def check_case(name: str, case: tuple, built: tuple, sizes=None, *, fast_path=Tr
         calls = loaded[1].kernelfarer_fast_path_calls
         for a, b in zip(outs[0][1], outs[1][1]):
             assert np.array_equal(a, b, equal_nan=True), f"{name} {m}x{n}x{k}: buffers differ"
+
+
+TILES = {
+    "tile_rows": (TILE_ROWS, "void tile_rows(float *, const float *, const float *, "
+                             "const float *, int, int, int);", "float",
+                  lambda m, n, k: [("T*", m + 4, n), ("T*", m + 4, k), ("T*", n, k),
+                                   ("T*", 1, n), _int(m), _int(k), _int(n)]),
+    "tile_columns": (TILE_COLUMNS, "void tile_columns(int, int, int, const int8_t *, "
+                                   "const int8_t *, int *);", "int",
+                     lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
+                                      ("I8*", k, n + 4), ("T*", m, n + 4)]),
+}
+
+
+@pytest.fixture(scope="module")
+def built_tiles(tmp_path_factory):
+    return build_cases(TILES, tmp_path_factory)
+
+
+@pytest.mark.parametrize("name", sorted(TILES))
+def test_register_tiles_by_hand(name, built_tiles):
+    """Replaced; equal to the loops where the step divides the range (the fast path runs) and
+    where it does not (the original runs, past the range)."""
+    result, _ = built_tiles[name]
+    assert result.replaced == 1, [r.message() for r in result.remarks]
+    check_case(name, TILES[name], built_tiles[name],
+               sizes=[(4, 8, 5), (8, 12, 31), (12, 36, 17), (40, 64, 37), (4, 4, 1)])
+    check_case(name, TILES[name], built_tiles[name],
+               sizes=[(5, 9, 5), (1, 1, 1), (7, 13, 2), (0, 4, 3), (4, 0, 3)],
+               fast_path=False)
 
 
 @pytest.fixture(scope="module")
