@@ -10,7 +10,8 @@ from pycparser import c_ast, c_generator
 from pycparser.c_parser import Coord
 
 from kernelfarer.ctype import Scope
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Mapping
 
 _GEN = c_generator.CGenerator()
 
@@ -51,6 +52,8 @@ class Context:
     gotos: frozenset[str] = frozenset()        # labels some goto of the function targets
     functions: frozenset[str] = frozenset()    # functions without side effects
     min_functions: frozenset[str] = frozenset()  # file functions that return the smaller argument
+    dot_functions: Mapping[str, c_ast.FuncDef] = field(default_factory=dict)  # ... that return
+                                                   # a sum of products over a loop (canon_calls)
 
 
 def with_declarations(context: Context, *nodes: c_ast.Node | None) -> Context:
@@ -69,8 +72,7 @@ def with_declarations(context: Context, *nodes: c_ast.Node | None) -> Context:
 
     for node in nodes:
         visit(node)
-    return Context(scope=scope, gotos=context.gotos, functions=context.functions,
-                   min_functions=context.min_functions)
+    return replace(context, scope=scope)
 
 
 def items_of(node: c_ast.Node | None) -> list[c_ast.Node]:

@@ -88,7 +88,8 @@ def _accumulator_block(items: list[c_ast.Node], at: int, context: Context):
     # (a declaration of q's name inside what moves under the q loop would capture its reads)
     moved = [*temps, *pre, value]
     if q != update_var and any(q in names_in(x) or _declares(x, q) for x in moved) or \
-            q != store_var and (q in names_in(store_body) or _declares(store_body, q)):
+            q != store_var and (q in names_in(store_body) or _declares(store_body, q)) or \
+            q in names_in(summing.init) | names_in(summing.cond) | names_in(summing.next):
         return None
     seed_value = replace_ids(clone(seed), var, c_ast.ID(q)) if var else clone(seed)
     sum_decl = c_ast.Decl(scalar, [], [], [], [], c_ast.TypeDecl(

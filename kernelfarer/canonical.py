@@ -5,6 +5,7 @@ loops stepping by +1, array subscripts, the product summed in one statement.  Ea
 small transform that keeps what the nest computes, applied to a copy of the nest (the user's AST
 is never changed, and the fallback path runs the user's own text anyway):
 
+- a dot-product helper of the file called per element is inlined (canon_calls.py);
 - `while` loops with a counter (set just before, stepped last) become `for` loops;
 - `memset(p, 0, n * sizeof *p)` in a loop body becomes the loop storing zeros it is;
 - labels no `goto` targets are dropped;
@@ -41,6 +42,7 @@ from kernelfarer.canon_base import Canonical, Context, Side, clone, loop_vars, w
 from kernelfarer.canon_loops import (
     collapse_anywhere, detile, induction_variables, memsets_to_loops, normalize_loops,
     pointer_subscripts, reroll_blocks, strip_labels, walk_blocks, while_to_for, min_functions)
+from kernelfarer.canon_calls import inline_dot_calls
 from kernelfarer.canon_tiles import detile_offsets, untile_accumulators
 from kernelfarer.canon_values import (
     drop_zero_skips, split_side_statements, substitute_blocks, substitute_pointers,
@@ -57,6 +59,8 @@ def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | Non
     node = clone(root)
     canon = Canonical(node=None)   # type: ignore[arg-type]
     context = with_declarations(context, node, before)
+    if isinstance(node, c_ast.For) and inline_dot_calls(node, canon, context):
+        context = with_declarations(context, node, before)   # (the helpers' locals)
     if isinstance(node, c_ast.While):
         node = while_to_for(node, clone(before), canon, root=True, scope=context.scope)
         if node is None:

@@ -1,6 +1,7 @@
 """The wrapper's first look at a file: can it hold a loop nest kernelfarer would replace?
 
-A replaced nest is at least three loops deep, and its loop keywords are in the file's own text
+A replaced nest is at least three loops deep (or two around the call of a function of the file
+with a loop of products: a dot-product helper), and its loop keywords are in the file's own text
 (a nest that comes from a macro expansion is never replaced: its text cannot be edited).  So a
 token scan of the raw file, before any preprocessing or parsing, settles most files in a few
 milliseconds: comments, string and character literals and preprocessor lines are skipped, and
@@ -145,11 +146,69 @@ def loop_nests(text: bytes) -> list[tuple[int, int, int]] | None:
 
 def deepest_loop_nest(text: bytes) -> int:
     """How many loops nest at the deepest point of `text` (an over-estimate, see above); a large
-    number when the text cannot be followed."""
-    nests = loop_nests(text)
+    number when the text cannot be followed.  A nest that calls a function of the file with a
+    loop of products in it (a dot-product helper, which the canonical form inlines) counts one
+    deeper."""
+    code = _blank(text)
+    nests = loop_nests(code)
     if nests is None:
         return _CANNOT_FOLLOW
-    return max((deepest for _, _, deepest in nests), default=0)
+    helpers = _loop_helpers(code)
+    return max((deepest + (1 if _calls(code[start:end], helpers) else 0)
+                for start, end, deepest in nests), default=0)
+
+
+def _function_bodies(code: bytes) -> list[tuple[bytes, int, int]] | None:
+    """(name, start, end) of each function body of blanked `code`: a brace block at file scope
+    right after a parameter list; name is the word before that list ('' when there is none).
+    None when the braces cannot be followed."""
+    out = []
+    depth, start, name = 0, -1, b""
+    for m in _BRACES.finditer(code):
+        if m.group() == b"{":
+            if depth == 0:
+                i = m.start() - 1
+                while i >= 0 and code[i] in b" \t\r\n\f\v":
+                    i -= 1
+                start, name = -1, b""
+                if code[i:i + 1] == b")":
+                    start = m.end()
+                    name = _called_name(code, i)
+            depth += 1
+            continue
+        depth -= 1
+        if depth < 0:
+            return None
+        if depth == 0 and start >= 0:
+            out.append((name, start, m.start()))
+            start = -1
+    return out
+
+
+def _called_name(code: bytes, close: int) -> bytes:
+    """The word before the parenthesized list that ends at `close` (its ')')."""
+    level = 0
+    for i in range(close, -1, -1):
+        level += {b")": 1, b"(": -1}.get(code[i:i + 1], 0)
+        if level == 0:
+            word = re.search(rb"([A-Za-z_]\w*)\s*$", code[max(0, i - 200):i])
+            return word.group(1) if word else b""
+    return b""
+
+
+def _loop_helpers(code: bytes) -> frozenset[bytes]:
+    """Names of the file's functions whose body holds a loop with a `*` in it."""
+    out = set()
+    for name, start, end in _function_bodies(code) or []:
+        body = code[start:end]
+        nests = loop_nests(body) if name and b"*" in body else []
+        if nests is None or any(b"*" in body[a:b] for a, b, _ in nests):
+            out.add(name)
+    return frozenset(out)
+
+
+def _calls(code: bytes, helpers: frozenset[bytes]) -> bool:
+    return any(re.search(rb"\b" + re.escape(name) + rb"\s*\(", code) for name in helpers)
 
 
 def may_hold_product_nest(preprocessed: str) -> bool:
@@ -169,7 +228,7 @@ def may_hold_nest(path: str) -> bool:
     except OSError:
         return False
     if raw.count(b"for") + raw.count(b"while") + raw.count(b"do") < MIN_DEPTH:
-        return False
+        return False       # (a dot-product helper's loop and the two around its call: three)
     return deepest_loop_nest(raw) >= MIN_DEPTH
 
 
@@ -186,33 +245,30 @@ def hollow_bodies(preprocessed: str) -> str:
     returning nothing either, which no analysis takes for a pure helper."""
     text = preprocessed.encode("utf-8", "surrogateescape")
     code = _blank(text)
+    bodies = _function_bodies(code)
+    if bodies is None:
+        return preprocessed                                      # cannot follow: leave it
+    helpers = _loop_helpers(code)      # (kept whole: a GEMM may call them per element)
     out: list[bytes] = []
-    pos = depth = 0
-    start = -1
-    for m in _BRACES.finditer(code):
-        if m.group() == b"{":
-            if depth == 0:
-                i = m.start() - 1
-                while i >= 0 and code[i] in b" \t\r\n\f\v":
-                    i -= 1
-                start = m.end() if code[i:i + 1] == b")" else -1   # a function's body
-            depth += 1
-            continue
-        depth -= 1
-        if depth < 0:
-            return preprocessed                                  # cannot follow: leave it
-        if depth == 0 and start >= 0:
-            body = code[start:m.start()]
-            if len(body) > KEEP_BODY_BYTES and not _has_product_nest(body):
-                out += [text[pos:start], _BLANK_LINE_PART.sub(b" ", text[start:m.start()])]
-                pos = m.start()
-            start = -1
+    pos = 0
+    for name, start, end in bodies:
+        body = code[start:end]
+        if len(body) > KEEP_BODY_BYTES and name not in helpers and \
+                not _has_product_nest(body, helpers):
+            out += [text[pos:start], _BLANK_LINE_PART.sub(b" ", text[start:end])]
+            pos = end
     out.append(text[pos:])
     return b"".join(out).decode("utf-8", "surrogateescape")
 
 
-def _has_product_nest(code: bytes) -> bool:
+def _has_product_nest(code: bytes, helpers: frozenset[bytes] | None = None) -> bool:
+    """A nest three deep with a `*` in it, or two deep calling one of `helpers` (the file's
+    functions with a loop of products: `_loop_helpers` of `code` when not given)."""
     nests = loop_nests(code)
     if nests is None:
         return True
-    return any(deepest >= MIN_DEPTH and b"*" in code[start:end] for start, end, deepest in nests)
+    if any(deepest >= MIN_DEPTH and b"*" in code[start:end] for start, end, deepest in nests):
+        return True
+    helpers = _loop_helpers(code) if helpers is None else helpers
+    return any(deepest >= MIN_DEPTH - 1 and _calls(code[start:end], helpers)
+               for start, end, deepest in nests)

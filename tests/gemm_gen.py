@@ -12,6 +12,7 @@ dimension, row- or column-major as the spelling chose.  Near-misses break one pr
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 
 ORDERS = ("ijk", "ikj", "jik", "jki", "kij", "kji")
@@ -41,7 +42,7 @@ def _index(name: str, row: str, col: str, major: str, ld: str, shape: str, flat:
 
 
 FAMILIES = ("hoist", "pointer", "down", "not-equal", "while", "label", "unroll", "zero-skip",
-            "mult-temp", "names", "id-call")
+            "mult-temp", "names", "id-call", "count-down", "memset")
 NEAR_MISSES = ("triangular", "inplace", "matvec", "call", "minplus", "indirect", "two-stores",
                "shifted-read", "guard", "idx-redef", "bad-remainder", "helper")
 
@@ -49,8 +50,8 @@ NEAR_MISSES = ("triangular", "inplace", "matvec", "call", "minplus", "indirect",
 def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case:
     """A random spelling: loop order, layouts, the form of the update, and the families real code
     adds (hoisted operands, pointer subscripts, decrementing / != / while loops, labels, k
-    unrolled by hand, zero skips, product temporaries, sizes named like generated locals); a
-    near-miss breaks one property of a GEMM."""
+    unrolled by hand, zero skips, product temporaries, sizes named like generated locals, k counted
+    down by a while, C's rows cleared by memset); a near-miss breaks one property of a GEMM."""
     dtype = rng.choice(("float", "double"))
     order = rng.choice(ORDERS)
     flat = rng.random() < 0.6
@@ -67,11 +68,14 @@ def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case
         family.discard("hoist")
     if form != "accumulate" or "id-call" in family:
         family.discard("zero-skip")
-    if "id-call" in family:      # (a call's value hoisted out of the inner loop is not put back
-        family.discard("hoist")  # into it: such a nest is refused, a known gap)
     if form not in ("acc-temp", "alpha-beta-temp"):
         family.discard("unroll")
         family.discard("mult-temp")
+        family.discard("count-down")     # (k counted down by a while beside the sum)
+    if "unroll" in family:
+        family.discard("count-down")
+    if form != "zero-init" or not flat or majors["C"] != "r" or order[0] != "i":
+        family.discard("memset")         # (C's rows cleared before the j loop)
 
     lds = {"A": "lda", "B": "ldb", "C": "ldc"}
     decl = {}
@@ -98,12 +102,14 @@ def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case
         if form not in ("acc-temp", "alpha-beta-temp"):
             options = [o for o in options if o not in ("idx-redef", "bad-remainder", "helper")]
         miss = rng.choice(options)
-        family -= {"zero-skip", "unroll", "mult-temp"}
+        family -= {"zero-skip", "unroll", "mult-temp", "count-down", "memset"}
     kind = (f"{dtype} {order} {'flat' if flat else '2d'} A{majors['A']} B{majors['B']} "
             f"C{majors['C']} {form}" + "".join(f" +{f}" for f in sorted(family))
             + (f" near-miss:{miss}" if miss else ""))
     styles = {v: "up" for v in "ijk"}
     for v in "ijk":
+        if v == "j" and "memset" in family:
+            continue                     # (the zeroing loop takes the j loop's own header)
         if "down" in family and rng.random() < 0.5:
             styles[v] = "down"
         elif "not-equal" in family and rng.random() < 0.5:
@@ -184,7 +190,8 @@ def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case
             post.append(f"{c} = acc;")
             overwrites = True
         elif form == "zero-init":
-            pre.append(f"{c} = 0;")
+            if "memset" not in family:
+                pre.append(f"{c} = 0;")
             inner = f"{c} += {product};"
             overwrites = True
         elif form == "alpha-beta-temp":
@@ -215,13 +222,25 @@ def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case
                      f"                acc += {terms};\n"
                      f"            for (; {rest}; k++)\n                acc += {product};\n")
         elif miss == "idx-redef":
-            shifted = product.replace("k", "kx", 1) if product.index("k") < len(product) else product
+            shifted = re.sub(r"\bk\b", "kx", product, count=1)    # (the loop's k, no name's)
             body += (f"            int kx = 0;\n            for (int k = 0; k < {bounds['k']}; k++) "
                      f"{{\n                acc += {shifted};\n                kx = k;\n            }}\n")
+        elif "count-down" in family:     # a counter nothing reads, k stepped beside it
+            body += f"            int k = 0;\n            int kf_left = {bounds['k']};\n"
+            if rng.random() < 0.5:
+                body += (f"            while (kf_left-- > 0) {{\n                {inner}\n"
+                         f"                k++;\n            }}\n")
+            else:
+                body += (f"            while (kf_left > 0) {{\n                {inner}\n"
+                         f"                k++;\n                kf_left--;\n            }}\n")
         else:
             body += f"            {header('k')}\n                {inner}\n"
         body += "".join(f"            {s}\n" for s in post)
         nest = f"        {header(outer2)} {{\n{body}        }}\n"
+        if "memset" in family:
+            row = _index("C", "i", "0", "r", "ldc", shapes["C"], True)
+            nest = (f"        {{\n        memset(&{row}, 0, sizeof({dtype}) * {bounds['j']});\n"
+                    f"{nest}        }}\n")
         lines.append(outermost(outer1, nest))
     signature = (f"void {name}(int {sizes[0]}, int {sizes[1]}, int {sizes[2]}, int lda, int ldb, "
                  f"int ldc, {dtype} alpha, {dtype} beta, {decl['A']}, {decl['B']}, {decl['C']})")
@@ -246,6 +265,7 @@ def _shift_k(product: str, r: int) -> str:
 
 PRELUDE = """\
 /* generated by tests/gemm_gen.py */
+#include <string.h>
 static float kf_gen_id_float(float x) { return x; }
 static double kf_gen_id_double(double x) { return x; }
 static float kf_gen_sq_float(float x) { return x * x; }

@@ -148,6 +148,35 @@ def test_nests_without_a_product_are_not_parsed(tmp_path):
     assert full.error is None and full.compile_text is None and full.nests
 
 
+DOT_CALLER = """
+static float dot(const float *x, const float *y, int n)
+{
+    float s = 0;
+    for (int t = 0; t < n; t++)
+        s += x[t] * y[t];
+    return s;
+}
+static float first(const float *x, int n) { return n > 0 ? x[0] : 0; }
+void rows(int m, int n, int k, const float *a, const float *b, float *c)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            c[i * n + j] = CALL(a + i * k, b + j * k, k);
+}
+"""
+
+
+def test_two_loops_around_a_dot_product_helper_pass(tmp_path):
+    """Two loops around the call of a function of the file with a loop of products are a
+    candidate (the call is inlined: three loops); around another function's call, not."""
+    dot = DOT_CALLER.replace("CALL(a + i * k, b + j * k, k)", "dot(a + i * k, b + j * k, k)")
+    other = DOT_CALLER.replace("CALL(a + i * k, b + j * k, k)", "first(a + i * k, k)")
+    assert _depth(dot) == 3 and _depth(other) == 2
+    assert may_hold_product_nest(_preprocessed(tmp_path, dot))
+    assert not may_hold_product_nest(_preprocessed(tmp_path, other.replace("x[t] * y[t]",
+                                                                            "x[t] + y[t]")))
+
+
 # -- hollowed parses: only the functions that can hold a GEMM -------------------------------------
 
 def test_hollowing_keeps_lines_gemms_and_helpers():
@@ -156,10 +185,14 @@ def test_hollowing_keeps_lines_gemms_and_helpers():
     gemm = CORPUS[sorted(CORPUS)[0]]
     helper = "static float act(float x) { return x > 0 ? x : 0; }\n"
     struct = "struct s { int a[64]; } table = { { 1, 2 } };\n"
-    text = helper + struct + big + gemm
+    # a long dot-product helper stays whole: a GEMM may call it per element
+    dot = ("static float dot(const float *x, const float *y, int n) {\n    float s = 0;\n" +
+           "    /* a long comment */\n" * (KEEP_BODY_BYTES // 24) +
+           "    for (int t = 0; t < n; t++) s += x[t] * y[t];\n    return s;\n}\n")
+    text = helper + struct + big + dot + gemm
     out = hollow_bodies(text)
     assert out.count("\n") == text.count("\n") and len(out) == len(text)
-    assert helper in out and struct in out and gemm in out
+    assert helper in out and struct in out and gemm in out and dot in out
     assert "n += 1" not in out and "long big(int n) {" in out
 
 

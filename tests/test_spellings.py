@@ -449,6 +449,39 @@ void sgemm_hoisted_helper(int M, int N, int K, const float *a, const float *b, f
 }
 """
 
+# a dot-product helper of the file called per element (its sum and loop inlined): rows of A
+# and B^T given as pointers; int8 with a size_t count, a stride and &a[i][0], summed into C
+DOT_HELPER = """
+static float dot(const float *x, const float *y, int n) {
+  float s = 0.0f;
+  for (int t = 0; t < n; t++)
+    s += x[t] * y[t];
+  return s;
+}
+void sgemm_dot(int M, int N, int K, const float *a, const float *bt, float *c) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++)
+      c[i * N + j] = dot(a + i * K, bt + j * K, K);
+}
+"""
+
+DOT_HELPER_INT8 = """
+#include <stddef.h>
+#include <stdint.h>
+static int32_t dot_s8(const int8_t *x, const int8_t *y, size_t n, size_t incy) {
+  int32_t s = 0;
+  size_t t;
+  for (t = 0; t < n; t++)
+    s = s + x[t] * y[t * incy];
+  return s;
+}
+void qgemm_dot(int M, int N, int K, const int8_t *a, const int8_t *b, int32_t *c) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++)
+      c[i * N + j] += dot_s8(&a[i * K], b + j, K, N);
+}
+"""
+
 UNSIGNED = """
 void ug(unsigned n, unsigned m, unsigned p, const float *A, const float *B, float *C) {
   for (unsigned i = 0; i < n; i++)
@@ -584,6 +617,14 @@ CASES = {
                                        "const float *, float *);", "float",
                        lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
                                         ("T*", m, n)]),
+    "dot_helper": (DOT_HELPER, "void sgemm_dot(int, int, int, const float *, const float *, "
+                               "float *);", "float",
+                   lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", n, k),
+                                    ("T*", m, n)]),
+    "dot_helper_int8": (DOT_HELPER_INT8, "void qgemm_dot(int, int, int, const int8_t *, "
+                                         "const int8_t *, int *);", "int",
+                        lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
+                                         ("I8*", k, n), ("T*", m, n)]),
     "product_helpers": (HELPERS, "void sgemm_helpers(int, int, int, const float *, const float *, "
                                  "float *);", "float",
                         lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
