@@ -313,6 +313,24 @@ def outer_loops(node: c_ast.Node) -> list[c_ast.For]:
     return out
 
 
+def added_to(stmt: c_ast.Node, target) -> c_ast.Node | None:
+    """x of `t += x;` or `t = t + x;`, where `target(t)` tells the sum's lvalue; else None."""
+    if not isinstance(stmt, c_ast.Assignment) or not target(stmt.lvalue):
+        return None
+    if stmt.op == "+=":
+        return stmt.rvalue
+    if stmt.op == "=" and isinstance(stmt.rvalue, c_ast.BinaryOp) and stmt.rvalue.op == "+" \
+            and target(stmt.rvalue.left):
+        return stmt.rvalue.right
+    return None
+
+
+def the_loop_adds(loop: c_ast.For, name: str) -> c_ast.Node | None:
+    """x of a loop whose body is the one statement `name += x;` (or `name = name + x;`)."""
+    body = items_of(loop.stmt)
+    return added_to(body[0], lambda n: is_var(n, name)) if len(body) == 1 else None
+
+
 def perfect_chain(node: c_ast.For) -> list[c_ast.For]:
     """`node` and the loops nested in it perfectly: each the whole body of the one before
     (pragmas aside)."""

@@ -27,7 +27,7 @@ from pycparser import c_ast, c_generator
 from kernelfarer import ctype
 from kernelfarer.canon_base import (
     Canonical, Context, assigned_names, clone, compound, is_var, items_of, map_children, names_in,
-    nest_loops, side_effect_free, sum_of, terms_of, walk)
+    nest_loops, side_effect_free, sum_of, terms_of, the_loop_adds, walk)
 
 _GEN = c_generator.CGenerator()
 
@@ -64,20 +64,8 @@ def _dot_shape(func: c_ast.FuncDef):
     value = ret.expr.expr if isinstance(ret.expr, c_ast.Cast) else ret.expr
     if not is_var(value, total):
         return None
-    body = items_of(loop.stmt)
-    if len(body) != 1 or not isinstance(body[0], c_ast.Assignment):
-        return None
-    step = body[0]
-    if not is_var(step.lvalue, total):
-        return None
-    if step.op == "+=":
-        added = step.rvalue
-    elif step.op == "=" and isinstance(step.rvalue, c_ast.BinaryOp) and \
-            step.rvalue.op == "+" and is_var(step.rvalue.left, total):
-        added = step.rvalue.right
-    else:
-        return None
-    if total in names_in(added) or not side_effect_free(added, frozenset()):
+    added = the_loop_adds(loop, total)
+    if added is None or total in names_in(added) or not side_effect_free(added, frozenset()):
         return None
     if assigned_names(func.body) & names or any(
             isinstance(n, c_ast.UnaryOp) and n.op == "&" for n in walk(func.body)):

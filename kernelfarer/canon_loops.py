@@ -110,7 +110,8 @@ def _count_up(loop: c_ast.While, init: c_ast.Node, var: str, start: c_ast.Node, 
     decl = c_ast.Decl(name, [], [], [], [], c_ast.TypeDecl(name, [], None,
                                                            c_ast.IdentifierType(["int"])),
                       c_ast.Constant("int", "0"), None)
-    canon.steps.append(f"the while loop counting '{var}' down as a loop counting up")
+    kind = "while" if isinstance(loop, c_ast.While) else "for"
+    canon.steps.append(f"the {kind} loop counting '{var}' down as a loop counting up")
     return c_ast.For(c_ast.DeclList([decl]), c_ast.BinaryOp("<", c_ast.ID(name), clone(bound)),
                      c_ast.UnaryOp("p++", c_ast.ID(name)), body, coord=loop.coord)
 
@@ -149,6 +150,77 @@ def _post_decrement(cond: c_ast.Node) -> tuple[str, c_ast.BinaryOp] | None:
             _is_zero(cond.left) and counter(cond.right) is not None:
         return counter(cond.right), c_ast.BinaryOp(">", c_ast.ID(counter(cond.right)), zero)
     return None
+
+
+def count_up_fors(node: c_ast.For, canon: Canonical, context: Context) -> None:
+    """`for (int v = n; v > 0; v--)` (`v != 0`, `v >= 1`) whose body does not read v, as
+    `for (int v = 0; v < n; v++)`: as many iterations (see while_to_for), and the pointers and
+    indices the body steps then move forward with v."""
+    for loop in nest_loops(node):
+        found = init_var(loop)
+        if found is None or not isinstance(loop.init, c_ast.DeclList) or \
+                step_of(loop, found[0]) != -1 or not isinstance(loop.cond, c_ast.BinaryOp):
+            continue
+        var, start = found
+        cond = loop.cond
+        if not is_var(cond.left, var) or not (
+                cond.op in (">", "!=") and _is_zero(cond.right) or
+                cond.op == ">=" and const_int(cond.right) == 1):
+            continue
+        body = compound(items_of(loop.stmt))
+        if var in names_in(body) or var in names_in(start) or \
+                not side_effect_free(start, frozenset()):
+            continue
+        counted = _count_up(loop, loop.init.decls[0], var, start, False, loop.stmt, canon,
+                            False, compound([]), node, context.scope)
+        if counted is not None:
+            loop.init, loop.cond, loop.next = counted.init, counted.cond, counted.next
+
+
+def flatten_blocks(node: c_ast.Node, canon: Canonical) -> None:
+    """A block nested in a loop body, `{ int k; for (k = 0; ...) ... }` or a macro's `do { ...
+    } while (0)` (no break or continue of its own), spliced into the body: the same statements
+    in the same order, when the names it declares are neither declared before it in the body
+    nor read after it (they would mean other objects)."""
+    for loop in nest_loops(node):
+        while True:
+            items = items_of(loop.stmt)
+            at = next((i for i, item in enumerate(items) if _splice(item, items[:i],
+                                                                    items[i + 1:])), None)
+            if at is None:
+                break
+            inner = items[at].stmt if isinstance(items[at], c_ast.DoWhile) else items[at]
+            loop.stmt = compound(items[:at] + items_of(inner) + items[at + 1:], loop.stmt)
+            canon.steps.append("a block in a loop body spliced into it")
+        for item in items_of(loop.stmt):
+            for inner_loop in outer_loops(item):
+                flatten_blocks(inner_loop, canon)
+
+
+def _splice(item: c_ast.Node, before: list[c_ast.Node], after: list[c_ast.Node]) -> bool:
+    if isinstance(item, c_ast.DoWhile):
+        if const_int(item.cond) != 0 or not isinstance(item.stmt, c_ast.Compound) or \
+                has_continue(item.stmt) or _breaks(item.stmt):
+            return False
+        block = item.stmt
+    elif isinstance(item, c_ast.Compound):
+        block = item
+    else:
+        return False
+    declared = {x.name for x in items_of(block) if isinstance(x, c_ast.Decl)}
+    if any(isinstance(x, (c_ast.Typedef, c_ast.Label)) for x in items_of(block)):
+        return False
+    earlier = {x.name for x in before if isinstance(x, c_ast.Decl)}
+    return not declared & earlier and not declared & names_in(compound(after))
+
+
+def _breaks(node: c_ast.Node) -> bool:
+    """A `break` that belongs to this statement (not to a loop or switch nested in it)."""
+    if isinstance(node, c_ast.Break):
+        return True
+    if isinstance(node, (c_ast.For, c_ast.While, c_ast.DoWhile, c_ast.Switch)):
+        return False
+    return any(_breaks(child) for _, child in node.children())
 
 
 def walk_blocks(node: c_ast.Node, canon: Canonical, context: Context,

@@ -26,9 +26,9 @@ from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
 from kernelfarer.canon_base import (
-    Canonical, Context, clone, compound, const_int, init_var, is_var, items_of, map_children,
-    names_in, nest_loops, perfect_chain, replace_ids, side_effect_free, step_of, sum_of, terms_of,
-    walk)
+    Canonical, Context, added_to, clone, compound, const_int, init_var, is_var, items_of,
+    map_children, names_in, nest_loops, perfect_chain, replace_ids, side_effect_free, step_of,
+    sum_of, terms_of, walk)
 
 _GEN = c_generator.CGenerator()
 
@@ -163,16 +163,8 @@ def _summing_form(loop: c_ast.For, name: str, size: int, context: Context):
     pre, update = body[:-1], body[-1]
     if not all(_pure_scalar_decl(t, name, context) for t in pre):
         return None
-    if not isinstance(update, c_ast.Assignment) or not _is_element(update.lvalue, name, var):
-        return None
-    if update.op == "+=":
-        value = update.rvalue
-    elif update.op == "=" and isinstance(update.rvalue, c_ast.BinaryOp) and \
-            update.rvalue.op == "+" and _is_element(update.rvalue.left, name, var):
-        value = update.rvalue.right
-    else:
-        return None
-    if name in names_in(value) or not side_effect_free(value, context.functions):
+    value = added_to(update, lambda n: _is_element(n, name, var))
+    if value is None or name in names_in(value) or not side_effect_free(value, context.functions):
         return None
     return temps, var, pre, value
 

@@ -6,7 +6,10 @@ small transform that keeps what the nest computes, applied to a copy of the nest
 is never changed, and the fallback path runs the user's own text anyway):
 
 - a dot-product helper of the file called per element is inlined (canon_calls.py);
-- `while` loops with a counter (set just before, stepped last) become `for` loops;
+- blocks nested in loop bodies (`{ int k; ... }`, a macro's `do { ... } while (0)`) are spliced
+  into them;
+- `while` loops with a counter (set just before, stepped last) become `for` loops, and loops
+  counting down a counter their body does not read count up;
 - `memset(p, 0, n * sizeof *p)` in a loop body becomes the loop storing zeros it is;
 - labels no `goto` targets are dropped;
 - pointers and indices a loop steps (`b += N` in its increment or last in its body, `*c++`) are
@@ -22,6 +25,7 @@ is never changed, and the fallback path runs the user's own text anyway):
 - scalar temporaries (hoisted operands, index temporaries, `mult`-style products, f2c's bound
   temporaries) are substituted forward where their definitions dominate their uses and nothing
   redefines their inputs;
+- int8 products summed in an int64 are summed in int32 (canon_sums.py, behind a check on K);
 - a zero-skip guard `if (b[l][j] != 0) {...}` is dropped (exact for integers; for floating point
   the recognizer adds a run-time check that what the skipped products multiply is finite);
 - the `beta == 0` choice between overwriting and scaling C (reference BLAS) becomes one scaled
@@ -40,9 +44,11 @@ _GEN = c_generator.CGenerator()
 
 from kernelfarer.canon_base import Canonical, Context, Side, clone, loop_vars, with_declarations
 from kernelfarer.canon_loops import (
-    collapse_anywhere, detile, induction_variables, memsets_to_loops, normalize_loops,
-    pointer_subscripts, reroll_blocks, strip_labels, walk_blocks, while_to_for, min_functions)
+    collapse_anywhere, count_up_fors, detile, flatten_blocks, induction_variables,
+    memsets_to_loops, normalize_loops, pointer_subscripts, reroll_blocks, strip_labels,
+    walk_blocks, while_to_for, min_functions)
 from kernelfarer.canon_calls import inline_dot_calls
+from kernelfarer.canon_sums import narrow_wide_sums
 from kernelfarer.canon_tiles import detile_offsets, untile_accumulators
 from kernelfarer.canon_values import (
     drop_zero_skips, split_side_statements, substitute_blocks, substitute_pointers,
@@ -67,7 +73,9 @@ def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | Non
             return None
     if not isinstance(node, c_ast.For):
         return None
+    flatten_blocks(node, canon)
     node = walk_blocks(node, canon, context)
+    count_up_fors(node, canon, context)
     node = strip_labels(node, context)
     induction_variables(node, canon, context)
     before_text = _GEN.visit(node)
@@ -84,6 +92,7 @@ def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | Non
     drop_zero_skips(node, canon)
     substitute_pointers(node, canon, context)
     substitute_blocks(node, canon, context, loop_vars(node))
+    narrow_wide_sums(node, canon, context)
     if memsets_to_loops(node, canon, context):
         substitute_pointers(node, canon, context)      # a row pointer memset was given
     split_side_statements(node, canon)

@@ -378,6 +378,22 @@ int qgemm_count_down(int M, int N, int K, const int8_t *a, const int8_t *b, int3
 }
 """
 
+COUNT_DOWN_FOR = """
+#include <stdint.h>
+void qgemm_count_down_for(int M, int N, int K, const int8_t *a, const int8_t *b, int32_t *c) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      const int8_t *pa = a + i * K, *pb = b + j;
+      int32_t acc = 0;
+      for (int cnt = K; cnt > 0; cnt--) {
+        acc += *pa++ * *pb;
+        pb += N;
+      }
+      c[i * N + j] = acc;
+    }
+}
+"""
+
 COUNT_DOWN_POST = """
 void sgemm_count_down(int M, int N, int K, const float *a, const float *b, float *c) {
   for (int i = 0; i < M; i++)
@@ -479,6 +495,24 @@ void qgemm_dot(int M, int N, int K, const int8_t *a, const int8_t *b, int32_t *c
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++)
       c[i * N + j] += dot_s8(&a[i * K], b + j, K, N);
+}
+"""
+
+# C89 blocks in a loop body, a macro's do { ... } while (0) as the k loop's body
+BLOCKS = """
+#define MAC(acc, x, y) do { (acc) += (x) * (y); } while (0)
+void sgemm_blocks(int M, int N, int K, const float *a, const float *b, float *c) {
+  int i, j;
+  for (i = 0; i < M; i++)
+    for (j = 0; j < N; j++) {
+      float s = 0.0f;
+      {
+        int k;
+        for (k = 0; k < K; k++)
+          MAC(s, a[i * K + k], b[k * N + j]);
+      }
+      c[i * N + j] = s;
+    }
 }
 """
 
@@ -609,6 +643,10 @@ CASES = {
                                "const int8_t *, int *);", "int",
                    lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k), ("I8*", k, n),
                                     ("T*", m, n)]),
+    "count_down_for": (COUNT_DOWN_FOR, "void qgemm_count_down_for(int, int, int, "
+                                       "const int8_t *, const int8_t *, int *);", "int",
+                       lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
+                                        ("I8*", k, n), ("T*", m, n)]),
     "count_down_post": (COUNT_DOWN_POST, "void sgemm_count_down(int, int, int, const float *, "
                                          "const float *, float *);", "float",
                         lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
@@ -625,6 +663,10 @@ CASES = {
                                          "const int8_t *, int *);", "int",
                         lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
                                          ("I8*", k, n), ("T*", m, n)]),
+    "blocks": (BLOCKS, "void sgemm_blocks(int, int, int, const float *, const float *, "
+                       "float *);", "float",
+               lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                ("T*", m, n)]),
     "product_helpers": (HELPERS, "void sgemm_helpers(int, int, int, const float *, const float *, "
                                  "float *);", "float",
                         lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
@@ -776,6 +818,59 @@ def test_register_tiles_by_hand(name, built_tiles):
     check_case(name, TILES[name], built_tiles[name],
                sizes=[(5, 9, 5), (1, 1, 1), (7, 13, 2), (0, 4, 3), (4, 0, 3)],
                fast_path=False)
+
+
+# int8 products summed in an int64 (CMSIS's q63_t, overflow-wary code), from a bias: summed in
+# int32 where K is small enough for no int32 sum of them to overflow (131071 products of -128 *
+# -128), else the original runs
+WIDE_SUMS = {
+    "int64_sum": ("""
+#include <stdint.h>
+typedef int64_t q63_t;
+void wide_sum(int M, int N, int K, const int8_t *a, const int8_t *b, const int64_t *bias,
+              int64_t *c) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      q63_t sum = bias[j];
+      for (int k = 0; k < K; k++)
+        sum += (q63_t)a[i * K + k] * b[k * N + j];
+      c[i * N + j] = sum;
+    }
+}
+""", "void wide_sum(int, int, int, const int8_t *, const int8_t *, const int64_t *, int64_t *);",
+                  "long", lambda m, n, k: []),
+}
+
+
+def test_int8_products_summed_in_int64(tmp_path):
+    """Equal to the loop on full-range data, at the largest K whose int32 sums cannot overflow
+    (the fast path runs) and one above it (a sum of 2^31 there: the original runs)."""
+    built = build_cases(WIDE_SUMS, OneTestFactory(tmp_path))
+    result, libs = built["int64_sum"]
+    assert result.replaced == 1, [r.message() for r in result.remarks]
+    ffi = cffi.FFI()
+    ffi.cdef(WIDE_SUMS["int64_sum"][1])
+    ffi.cdef("extern long kernelfarer_fast_path_calls;")
+    loaded = [ffi.dlopen(lib) for lib in libs]
+    rng = np.random.default_rng(7)
+    for m, n, k, fill, fast in ((3, 5, 131071, -128, True), (2, 3, 131072, -128, False),
+                                (5, 7, 1000, None, True), (4, 4, 131073, None, False)):
+        a = np.full(m * k, fill, np.int8) if fill is not None else \
+            rng.integers(-128, 128, m * k, dtype=np.int8)
+        b = np.full(k * n, fill, np.int8) if fill is not None else \
+            rng.integers(-128, 128, k * n, dtype=np.int8)
+        bias = rng.integers(-2 ** 40, 2 ** 40, n, dtype=np.int64)
+        outs = []
+        for lib in loaded:
+            c = np.zeros(m * n, np.int64)
+            before = loaded[1].kernelfarer_fast_path_calls
+            lib.wide_sum(m, n, k, ffi.from_buffer("int8_t[]", a), ffi.from_buffer("int8_t[]", b),
+                         ffi.from_buffer("int64_t[]", bias), ffi.from_buffer("int64_t[]", c))
+            outs.append(c)
+        assert (loaded[1].kernelfarer_fast_path_calls > before) == fast, (m, n, k)
+        assert np.array_equal(outs[0], outs[1]), (m, n, k)
+        if fill is not None:
+            assert outs[0][0] == bias[0] + k * 16384
 
 
 @pytest.fixture(scope="module")
