@@ -248,12 +248,16 @@ def hollow_bodies(preprocessed: str) -> str:
     bodies = _function_bodies(code)
     if bodies is None:
         return preprocessed                                      # cannot follow: leave it
-    helpers = _loop_helpers(code)      # (kept whole: a GEMM may call them per element)
+    helpers = _loop_helpers(code)
+    # (those that two loops call are kept whole: a GEMM may call them per element)
+    called = frozenset(name for name in helpers if any(
+        deepest >= MIN_DEPTH - 1 and _calls(code[start:end], frozenset([name]))
+        for start, end, deepest in loop_nests(code) or []))
     out: list[bytes] = []
     pos = 0
     for name, start, end in bodies:
         body = code[start:end]
-        if len(body) > KEEP_BODY_BYTES and name not in helpers and \
+        if len(body) > KEEP_BODY_BYTES and name not in called and \
                 not _has_product_nest(body, helpers):
             out += [text[pos:start], _BLANK_LINE_PART.sub(b" ", text[start:end])]
             pos = end

@@ -189,11 +189,16 @@ def test_hollowing_keeps_lines_gemms_and_helpers():
     dot = ("static float dot(const float *x, const float *y, int n) {\n    float s = 0;\n" +
            "    /* a long comment */\n" * (KEEP_BODY_BYTES // 24) +
            "    for (int t = 0; t < n; t++) s += x[t] * y[t];\n    return s;\n}\n")
-    text = helper + struct + big + dot + gemm
+    caller = ("void rows(int m, int n, const float *a, float *c) {\n    for (int i = 0; i < m; i++)"
+              "\n        for (int j = 0; j < n; j++)\n            c[i * n + j] = dot(a, a, n);\n}\n")
+    text = helper + struct + big + dot + caller + gemm
     out = hollow_bodies(text)
     assert out.count("\n") == text.count("\n") and len(out) == len(text)
-    assert helper in out and struct in out and gemm in out and dot in out
+    assert helper in out and struct in out and gemm in out and dot in out and caller in out
     assert "n += 1" not in out and "long big(int n) {" in out
+    # ... but not when no two loops call it (a long function with a loop of products)
+    alone = hollow_bodies(helper + dot + gemm)
+    assert "s += x[t] * y[t]" not in alone
 
 
 @pytest.mark.parametrize("path", sorted(POSITIVE.glob("*.c")) + [SAMPLES / "sgemm.c"],
