@@ -27,7 +27,7 @@ from pycparser import c_ast, c_generator
 from kernelfarer import ctype
 from kernelfarer.canon_base import (
     Canonical, Context, assigned_names, clone, compound, is_var, items_of, map_children, names_in,
-    nest_loops, side_effect_free, sum_of, terms_of, the_loop_adds, walk)
+    nest_loops, side_effect_free, sum_of, the_loop_adds, walk)
 
 _GEN = c_generator.CGenerator()
 
@@ -171,21 +171,15 @@ def _argument(param: c_ast.Decl, arg: c_ast.Node, context: Context):
     """What the parameter's reads become: for a pointer, (its array, the offset terms) of an
     argument `X`, `X + off` or `&X[off]` of the same element type; for a value, the argument,
     converted to the parameter's type where its own type differs.  None: not inlined."""
-    from kernelfarer.canon_loops import _pointer_type
+    from kernelfarer.canon_loops import _pointer_type, pointer_parts
     from kernelfarer.canon_values import _expr_type
     scope = context.scope
     want = ctype.resolve(param.type, scope.typedefs)
     if isinstance(want, (ctype.Pointer, ctype.Array)):
-        if isinstance(arg, c_ast.UnaryOp) and arg.op == "&" and \
-                isinstance(arg.expr, c_ast.ArrayRef):
-            base, offsets = arg.expr.name, [(1, arg.expr.subscript)]
-        else:
-            terms = terms_of(arg)
-            pointers = [(s, t) for s, t in terms if _pointer_type(t, scope) is not None]
-            if [s for s, _ in pointers] != [1]:
-                return None
-            base = pointers[0][1]
-            offsets = [(s, t) for s, t in terms if t is not base]
+        parts = pointer_parts(arg, scope)
+        if parts is None:
+            return None
+        base, offsets = parts
         have = _pointer_type(base, scope)
         mine, theirs = ctype.element(want), ctype.element(have) if have is not None else None
         if not (isinstance(mine, ctype.Scalar) and isinstance(theirs, ctype.Scalar)) or \

@@ -11,7 +11,7 @@ from kernelfarer.ctype import Scope
 
 from kernelfarer.canon_base import (
     Canonical, Context, clone, items_of, compound, names_in, assigned_names, replace_ids, is_var,
-    const_int, step_of, init_var, loop_var, loop_vars, increments, has_continue, side_effect_free,
+    is_zero, const_int, step_of, init_var, loop_var, loop_vars, increments, has_continue, side_effect_free,
     outer_loops, nest_loops, perfect_chain, terms_of, sum_of, single, walk, map_children)
 
 _GEN = c_generator.CGenerator()
@@ -64,7 +64,7 @@ def while_to_for(node: c_ast.While, init: c_ast.Node | None, canon: Canonical,
     if var in names_in(start) or not side_effect_free(start, frozenset()):
         return None
     if stepped == -1 and var not in names_in(compound(body)) and cond.op in (">", "!=") and \
-            _is_zero(cond.right):
+            is_zero(cond.right):
         return _count_up(node, init, var, start, post is not None, compound(body, node.stmt),
                          canon, root, after, nest, scope)
     if post is not None or stepped == -1 and cond.op == "!=":
@@ -124,12 +124,6 @@ def _value_kept(wide: ctype.CType, value: c_ast.Node, scope: Scope) -> bool:
         wide.kind == inner.kind == "int" and wide.bits >= max(inner.bits, 32)
 
 
-def _is_zero(node: c_ast.Node) -> bool:
-    """An integer constant 0 (0, 0u, 0UL)."""
-    return isinstance(node, c_ast.Constant) and "int" in node.type and \
-        node.value.rstrip("uUlL") in ("0", "00", "0x0")
-
-
 def _post_decrement(cond: c_ast.Node) -> tuple[str, c_ast.BinaryOp] | None:
     """`v--`, `v-- != 0`, `v-- > 0`, `0 < v--`: v and the condition on v before the step."""
     def counter(node: c_ast.Node) -> str | None:
@@ -141,13 +135,13 @@ def _post_decrement(cond: c_ast.Node) -> tuple[str, c_ast.BinaryOp] | None:
     if counter(cond) is not None:
         return counter(cond), c_ast.BinaryOp("!=", c_ast.ID(counter(cond)), zero)
     if isinstance(cond, c_ast.BinaryOp) and cond.op == "!=" and \
-            _is_zero(cond.right) and counter(cond.left) is not None:
+            is_zero(cond.right) and counter(cond.left) is not None:
         return counter(cond.left), c_ast.BinaryOp("!=", c_ast.ID(counter(cond.left)), zero)
     if isinstance(cond, c_ast.BinaryOp) and cond.op == ">" and \
-            _is_zero(cond.right) and counter(cond.left) is not None:
+            is_zero(cond.right) and counter(cond.left) is not None:
         return counter(cond.left), c_ast.BinaryOp(">", c_ast.ID(counter(cond.left)), zero)
     if isinstance(cond, c_ast.BinaryOp) and cond.op == "<" and \
-            _is_zero(cond.left) and counter(cond.right) is not None:
+            is_zero(cond.left) and counter(cond.right) is not None:
         return counter(cond.right), c_ast.BinaryOp(">", c_ast.ID(counter(cond.right)), zero)
     return None
 
@@ -164,7 +158,7 @@ def count_up_fors(node: c_ast.For, canon: Canonical, context: Context) -> None:
         var, start = found
         cond = loop.cond
         if not is_var(cond.left, var) or not (
-                cond.op in (">", "!=") and _is_zero(cond.right) or
+                cond.op in (">", "!=") and is_zero(cond.right) or
                 cond.op == ">=" and const_int(cond.right) == 1):
             continue
         body = compound(items_of(loop.stmt))
@@ -292,14 +286,8 @@ def _zeroing_loop(item: c_ast.Node, context: Context, nest: c_ast.Node,
             and len(item.args.exprs) == 3 and const_int(item.args.exprs[1]) == 0):
         return None
     pointer, _, size = item.args.exprs
-    if isinstance(pointer, c_ast.UnaryOp) and pointer.op == "&":     # &C[i * ldc]
-        target = _pointer_type(pointer.expr.name, context.scope) \
-            if isinstance(pointer.expr, c_ast.ArrayRef) else None
-    else:                                                           # crow, C + i * ldc
-        pointers = [(s, t) for s, t in terms_of(pointer)
-                    if _pointer_type(t, context.scope) is not None]
-        target = _pointer_type(pointers[0][1], context.scope) \
-            if [s for s, _ in pointers] == [1] else None
+    parts = pointer_parts(pointer, context.scope)
+    target = _pointer_type(parts[0], context.scope) if parts is not None else None
     elem = ctype.element(target) if target is not None else None
     if not isinstance(elem, ctype.Scalar) or elem.volatile:
         return None
@@ -322,7 +310,7 @@ def _zeroing_loop(item: c_ast.Node, context: Context, nest: c_ast.Node,
             # (the loop after it sets its counter before reading it: storing it here changes
             # nothing that is read)
             return c_ast.For(clone(like.init), clone(like.cond), clone(like.next),
-                             _zero_store(pointer, var, context.scope), coord=item.coord)
+                             _zero_store(parts, var), coord=item.coord)
     name = "kf_zero"
     while name in names_in(nest):
         name += "_"
@@ -330,21 +318,30 @@ def _zeroing_loop(item: c_ast.Node, context: Context, nest: c_ast.Node,
     init = c_ast.DeclList([c_ast.Decl(name, [], [], [], [], decl, c_ast.Constant("int", "0"),
                                       None)])
     return c_ast.For(init, c_ast.BinaryOp("<", c_ast.ID(name), clone(count)),
-                     c_ast.UnaryOp("p++", c_ast.ID(name)), _zero_store(pointer, name, context.scope),
+                     c_ast.UnaryOp("p++", c_ast.ID(name)), _zero_store(parts, name),
                      coord=item.coord)
 
 
-def _zero_store(pointer: c_ast.Node, var: str, scope: Scope) -> c_ast.Assignment:
-    """`p[var] = 0`; `P[x + var] = 0` for a pointer `P + x` or `&P[x]`."""
-    if isinstance(pointer, c_ast.UnaryOp) and pointer.op == "&" and \
-            isinstance(pointer.expr, c_ast.ArrayRef):
-        return c_ast.Assignment("=", c_ast.ArrayRef(
-            clone(pointer.expr.name), c_ast.BinaryOp("+", clone(pointer.expr.subscript),
-                                                     c_ast.ID(var))), c_ast.Constant("int", "0"))
-    terms = terms_of(pointer)
-    base = next(t for s, t in terms if s > 0 and _pointer_type(t, scope) is not None)
-    index = sum_of([(s, clone(t)) for s, t in terms if t is not base] + [(1, c_ast.ID(var))])
+def _zero_store(parts, var: str) -> c_ast.Assignment:
+    """`P[x + var] = 0` of a pointer's (P, x) (pointer_parts)."""
+    base, offsets = parts
+    index = sum_of([(s, clone(t)) for s, t in offsets] + [(1, c_ast.ID(var))])
     return c_ast.Assignment("=", c_ast.ArrayRef(clone(base), index), c_ast.Constant("int", "0"))
+
+
+def pointer_parts(pointer: c_ast.Node, scope: Scope):
+    """(the array, its offset terms) of a pointer `X`, `X + off` (one pointer term, added) or
+    `&X[off]`; None for another expression."""
+    if isinstance(pointer, c_ast.UnaryOp) and pointer.op == "&":
+        if isinstance(pointer.expr, c_ast.ArrayRef):
+            return pointer.expr.name, [(1, pointer.expr.subscript)]
+        return None
+    terms = terms_of(pointer)
+    pointers = [(s, t) for s, t in terms if _pointer_type(t, scope) is not None]
+    if [s for s, _ in pointers] != [1]:
+        return None
+    base = pointers[0][1]
+    return base, [(s, t) for s, t in terms if t is not base]
 
 
 def _count_of(size: c_ast.Node, pointer: c_ast.Node, elem: ctype.Scalar,

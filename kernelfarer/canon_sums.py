@@ -24,7 +24,7 @@ from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
 from kernelfarer.canon_base import (
-    Canonical, Context, clone, compound, init_var, is_var, items_of, names_in, nest_loops,
+    Canonical, Context, clone, compound, init_var, is_var, is_zero, items_of, names_in, nest_loops,
     side_effect_free, step_of, the_loop_adds, walk)
 
 _GEN = c_generator.CGenerator()
@@ -91,7 +91,7 @@ def _wide_sum(items: list[c_ast.Node], at: int, context: Context, declared: set[
     loop_new = c_ast.For(clone(loop.init), clone(loop.cond), clone(loop.next), compound([
         c_ast.Assignment("+=", c_ast.ID(partial), clone(product))], loop.stmt), coord=loop.coord)
     seed = decl.init
-    total = c_ast.ID(partial) if _is_zero(seed) else \
+    total = c_ast.ID(partial) if is_zero(seed) else \
         c_ast.BinaryOp("+", clone(seed), c_ast.ID(partial))
     after = clone(decl)
     after.init = total
@@ -125,7 +125,3 @@ def _count_bound(product: c_ast.Node, context: Context) -> int | None:
     high, low = max(corners), min(corners)
     return min((2 ** 31 - 1) // high if high > 0 else 2 ** 31,
                2 ** 31 // -low if low < 0 else 2 ** 31)
-
-
-def _is_zero(node: c_ast.Node) -> bool:
-    return isinstance(node, c_ast.Constant) and node.value.rstrip("uUlL") in ("0", "0x0")
