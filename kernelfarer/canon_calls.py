@@ -15,9 +15,12 @@ canonical.py):
 
 The call is inlined: its sum and loop, under names of their own, before the statement, which then
 reads the sum (`float dot_s = 0.0f; for (...) dot_s += A[i*K + t] * Bt[j*K + t]; C[i*N + j] =
-dot_s;`).  That is what the call computes: the helper stores nothing but its own locals, reads its
-parameters only, and the arguments have no side effects (evaluated where the parameters are read,
-they read what they would have read once: nothing is stored in between).
+dot_s;`).  That is what the call computes: the helper stores nothing but its own locals and
+parameters, and the arguments have no side effects (evaluated where the parameters are read,
+they read what they would have read once: nothing is stored in between).  A parameter the loop
+steps (`while (n--) s += *x++ * *y++;`, `x += incx;`) is a variable of its own, declared with
+the parameter's type and set to the argument, as the call sets it; the names of the file the
+helper reads must mean the same at the call.
 """
 
 from __future__ import annotations
@@ -26,16 +29,14 @@ from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
 from kernelfarer.canon_base import (
-    Canonical, Context, assigned_names, clone, compound, is_var, items_of, map_children, names_in,
-    nest_loops, side_effect_free, sum_of, the_loop_adds, walk)
+    Canonical, Context, added_to, assigned_names, clone, compound, is_var, items_of, map_children,
+    names_in, nest_loops, side_effect_free, sum_of, walk)
 
 _GEN = c_generator.CGenerator()
 
 
 def dot_functions(ast: c_ast.FileAST) -> dict[str, c_ast.FuncDef]:
-    """The file's functions of the dot-product shape: `T s = init; for (...) s += <expression>;
-    return s;` (a separate declaration of the loop's counter allowed), whose parameters are
-    values or pointers nothing assigns and whose expression has no side effects."""
+    """The file's functions of the dot-product shape (`_dot_shape`)."""
     out = {}
     for ext in ast.ext:
         if isinstance(ext, c_ast.FuncDef) and _dot_shape(ext) is not None:
@@ -44,35 +45,65 @@ def dot_functions(ast: c_ast.FileAST) -> dict[str, c_ast.FuncDef]:
 
 
 def _dot_shape(func: c_ast.FuncDef):
-    """(the sum's declaration, the loop, the returned expression) or None."""
+    """(the sum's declaration, the loop, the returned expression, the names of the parameters
+    the body assigns) of a function `<declarations> for-or-while-loop return s;` whose loop adds
+    to the sum `s` (declared with a value) in one statement `s += x;` and stores nothing but the
+    function's locals and parameters (`while (n--) s += *x++ * *y++;`, `x += incx;`); else None.
+    Nothing in it calls a function, takes an address, jumps or returns early."""
     params = getattr(func.decl.type.args, "params", None) or []
     if not all(isinstance(p, c_ast.Decl) and p.name for p in params):
         return None
-    names = {p.name for p in params}
     items = func.body.block_items or []
-    decls = [x for x in items[:-2] if isinstance(x, c_ast.Decl)]
-    if len(items) < 3 or len(decls) != len(items) - 2 or \
-            not isinstance(items[-2], c_ast.For) or not isinstance(items[-1], c_ast.Return):
+    if len(items) < 3 or not isinstance(items[-2], (c_ast.For, c_ast.While)) or \
+            not isinstance(items[-1], c_ast.Return) or items[-1].expr is None:
         return None
-    if any(d.storage or not isinstance(d.type, c_ast.TypeDecl) for d in decls):
+    decls, loop, ret = items[:-2], items[-2], items[-1]
+    if not all(isinstance(d, c_ast.Decl) and not d.storage and
+               isinstance(d.type, (c_ast.TypeDecl, c_ast.PtrDecl)) for d in decls):
         return None                          # (a static, an array: not a sum of its own)
-    loop, ret = items[-2], items[-1]
-    sums = [d for d in decls if d.init is not None]
-    if len(sums) != 1 or not side_effect_free(sums[0].init, frozenset()):
+    value = ret.expr.expr if isinstance(ret.expr, c_ast.Cast) else ret.expr
+    sums = [d for d in decls if is_var(value, d.name)]
+    if len(sums) != 1 or sums[0].init is None or not isinstance(sums[0].type, c_ast.TypeDecl):
         return None
     total = sums[0].name
-    value = ret.expr.expr if isinstance(ret.expr, c_ast.Cast) else ret.expr
-    if not is_var(value, total):
+    if not all(d.init is None or side_effect_free(d.init, frozenset()) for d in decls):
         return None
-    added = the_loop_adds(loop, total)
-    if added is None or total in names_in(added) or not side_effect_free(added, frozenset()):
+    if any(isinstance(n, (c_ast.FuncCall, c_ast.Return, c_ast.Goto, c_ast.Label))
+           or (isinstance(n, c_ast.UnaryOp) and n.op == "&") for n in walk(loop)):
         return None
-    if assigned_names(func.body) & names or any(
-            isinstance(n, c_ast.UnaryOp) and n.op == "&" for n in walk(func.body)):
+    header = [n for n in (getattr(loop, "init", None), loop.cond, getattr(loop, "next", None))
+              if n is not None]
+    if any(total in names_in(n) for n in header):
         return None
-    if total in names_in(loop.init) | names_in(loop.cond) | names_in(loop.next):
+    sum_steps = [n for n in walk(loop.stmt) if total in assigned_names(n) and
+                 isinstance(n, (c_ast.Assignment, c_ast.UnaryOp, c_ast.Decl))]
+    added = added_to(sum_steps[0], lambda n: is_var(n, total)) if len(sum_steps) == 1 else None
+    if added is None or total in names_in(added):
         return None
-    return sums[0], loop, ret.expr
+    owned = {p.name for p in params} | {n.name for n in walk(func.body)
+                                       if isinstance(n, c_ast.Decl)}
+    if not _stores_only(loop, owned):
+        return None
+    stepped = frozenset(assigned_names(loop) & {p.name for p in params})
+    if any(not isinstance(p.type, (c_ast.TypeDecl, c_ast.PtrDecl))
+           for p in params if p.name in stepped):
+        return None                          # (an array parameter stepped: a pointer really)
+    return sums[0], loop, ret.expr, stepped
+
+
+def _stores_only(node: c_ast.Node, names: set[str]) -> bool:
+    """Every assignment and ++/-- of `node` stores to one of `names` (a variable, not through
+    it)."""
+    for n in walk(node):
+        if isinstance(n, c_ast.Assignment):
+            target = n.lvalue
+        elif isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--"):
+            target = n.expr
+        else:
+            continue
+        if not (isinstance(target, c_ast.ID) and target.name in names):
+            return False
+    return True
 
 
 def inline_dot_calls(node: c_ast.For, canon: Canonical, context: Context) -> bool:
@@ -126,32 +157,56 @@ def _inline(stmt: c_ast.Node, nest: c_ast.Node, context: Context) -> list[c_ast.
     if len(args) != len(params) or \
             not all(side_effect_free(a, context.functions) for a in args):
         return None
-    total, loop, returned = _dot_shape(func)
+    total, loop, returned, stepped = _dot_shape(func)
+    declared = {n.name for n in walk(nest) if isinstance(n, c_ast.Decl)}
+    if not _globals_seen(func, declared, context):
+        return None
+    taken = names_in(nest) | declared | {p.name for p in params}
+    # the helper's locals, and the parameters it steps, under names the nest does not use
     body = [clone(x) for x in (func.body.block_items or [])[:-1]]
-    # the helper's locals under names the nest does not use
-    taken = names_in(nest) | {n.name for n in walk(nest) if isinstance(n, c_ast.Decl)} | \
-        {p.name for p in params}
     renames = {}
-    for local in [x for x in body if isinstance(x, c_ast.Decl)] + \
-            [d for d in (loop.init.decls if isinstance(loop.init, c_ast.DeclList) else [])]:
-        name = f"{func.decl.name}_{local.name}"
-        while name in taken:
-            name += "_"
-        taken.add(name)
-        renames[local.name] = name
+    for name in [p.name for p in params if p.name in stepped] + \
+            [n.name for x in body for n in walk(x) if isinstance(n, c_ast.Decl)]:
+        new = f"{func.decl.name}_{name}"
+        while new in taken:
+            new += "_"
+        taken.add(new)
+        renames[name] = new
     body = [_renamed(x, renames) for x in body]
-    values = {}
+    values, copies = {}, []
     for param, arg in zip(params, args):
+        if param.name in stepped:             # a variable of its own, set as the call sets it
+            copy = _renamed(clone(param), {param.name: renames[param.name]})
+            copy.init, copy.storage, copy.coord = clone(arg), [], stmt.coord
+            copies.append(copy)
+            continue
         bound = _argument(param, arg, context)
         if bound is None:
             return None
         values[param.name] = bound
     body = [_substituted(x, values) for x in body]
+    if isinstance(loop, c_ast.While):         # a counter copied right before its while loop
+        counter = [c for c in copies if c.name in names_in(body[-1].cond) and
+                   not any(c.name in names_in(x) for x in body[:-1])]
+        copies = [c for c in copies if c not in counter]
+        body[-1:-1] = counter
+    body = copies + body
     result: c_ast.Node = c_ast.ID(renames[total.name])
     if isinstance(returned, c_ast.Cast) or not _same_type(func.decl.type.type, total.type):
         result = c_ast.Cast(c_ast.Typename(None, [], None, clone(func.decl.type.type)), result)
     rest = _replaced(clone(stmt), call, result, stmt)
     return [*body, rest]
+
+
+def _globals_seen(func: c_ast.FuncDef, declared: set[str], context: Context) -> bool:
+    """The names the helper reads of the file (not its parameters or locals) name the same
+    thing at the call: nothing of the nest or its function hides them."""
+    own = {n.name for n in walk(func) if isinstance(n, c_ast.Decl)}
+    for name in names_in(func.body) - own:
+        decl = context.scope.lookup(name)
+        if name in declared or (decl is not None and not context.scope.is_global(decl)):
+            return False
+    return True
 
 
 def _unconditional(expr: c_ast.Node, call: c_ast.FuncCall) -> bool:

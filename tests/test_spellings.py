@@ -498,6 +498,57 @@ void qgemm_dot(int M, int N, int K, const int8_t *a, const int8_t *b, int32_t *c
 }
 """
 
+# ... helpers that step their pointer parameters (copied into variables of their own): a
+# count-down while over two rows, a BLAS-style dot with increments given as arguments, and an
+# int8 one whose parameters have the names of the caller's variables
+DOT_STEPPED = """
+static float dot_rows(const float *x, const float *y, int n) {
+  float s = 0.0f;
+  while (n--)
+    s += *x++ * *y++;
+  return s;
+}
+void sgemm_dot_rows(int M, int N, int K, const float *a, const float *bt, float *c) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++)
+      c[i * N + j] = dot_rows(a + i * K, bt + j * K, K);
+}
+"""
+
+DOT_INCREMENTS = """
+static float sdot(int n, const float *x, int incx, const float *y, int incy) {
+  float s = 0.0f;
+  for (int i = 0; i < n; i++) {
+    s += *x * *y;
+    x += incx;
+    y += incy;
+  }
+  return s;
+}
+void sgemm_sdot(int M, int N, int K, const float *a, const float *b, float *c) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++)
+      c[i * N + j] = 0.5f * c[i * N + j] + sdot(K, &a[i * K], 1, &b[j], N);
+}
+"""
+
+DOT_STEPPED_INT8 = """
+#include <stdint.h>
+static int32_t dot_q(const int8_t *x, const int8_t *y, int n, int ldy) {
+  int32_t s = 0;
+  while (n-- > 0) {
+    s += (int32_t)*x++ * *y;
+    y = y + ldy;
+  }
+  return s;
+}
+void qgemm_dot_q(int M, int N, int n, const int8_t *x, const int8_t *y, int32_t *c) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++)
+      c[i * N + j] += dot_q(x + i * n, y + j, n, N);
+}
+"""
+
 # C89 blocks in a loop body, a macro's do { ... } while (0) as the k loop's body
 BLOCKS = """
 #define MAC(acc, x, y) do { (acc) += (x) * (y); } while (0)
@@ -663,6 +714,18 @@ CASES = {
                                          "const int8_t *, int *);", "int",
                         lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
                                          ("I8*", k, n), ("T*", m, n)]),
+    "dot_stepped": (DOT_STEPPED, "void sgemm_dot_rows(int, int, int, const float *, "
+                                 "const float *, float *);", "float",
+                    lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", n, k),
+                                     ("T*", m, n)]),
+    "dot_increments": (DOT_INCREMENTS, "void sgemm_sdot(int, int, int, const float *, "
+                                       "const float *, float *);", "float",
+                       lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                        ("T*", m, n)]),
+    "dot_stepped_int8": (DOT_STEPPED_INT8, "void qgemm_dot_q(int, int, int, const int8_t *, "
+                                           "const int8_t *, int *);", "int",
+                         lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
+                                          ("I8*", k, n), ("T*", m, n)]),
     "blocks": (BLOCKS, "void sgemm_blocks(int, int, int, const float *, const float *, "
                        "float *);", "float",
                lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
