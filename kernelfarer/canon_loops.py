@@ -12,7 +12,8 @@ from kernelfarer.ctype import Scope
 from kernelfarer.canon_base import (
     Canonical, Context, clone, items_of, compound, names_in, assigned_names, replace_ids, is_var,
     is_zero, const_int, step_of, init_var, loop_var, loop_vars, increments, has_continue, side_effect_free,
-    outer_loops, nest_loops, perfect_chain, terms_of, sum_of, single, walk, map_children)
+    outer_loops, nest_loops, read_arrays, stored_arrays, terms_of, sum_of, single,
+    walk, map_children)
 
 _GEN = c_generator.CGenerator()
 
@@ -518,14 +519,21 @@ def min_functions(ast: c_ast.FileAST) -> frozenset[str]:
 
 
 def detile(node: c_ast.For, canon: Canonical, context: Context) -> c_ast.For | None:
-    """for ii (step T) ... for i in [ii, min(ii + T, hi)) ...  ->  for i in [lo, hi)."""
-    chain = perfect_chain(node)
-    if len(chain) < 4:
+    """for ii (step T) ... for i in [ii, min(ii + T, hi)) ...  ->  for i in [lo, hi).
+
+    Declarations may stand before each inner loop of the chain (`_declared_chain`): in a tile
+    loop's body, a point loop's bound read only by that loop's condition (`int iend = MIN(ii +
+    BS, n);`: its value put in the condition); in the body of a point loop (or a loop not tiled),
+    a value of the point variables (`double a = A[i*n + k];`), kept where it stands: evaluated
+    once per tile of the loops inside it, it is the same value each time (nothing assigns its
+    variable, its initializer reads nothing the nest stores and has no side effects)."""
+    chain = _declared_chain(node)
+    if chain is None or len(chain) < 4:
         return None
     tiles: dict[str, tuple[c_ast.Node, c_ast.Node, str]] = {}   # var -> (lo, hi, step text)
-    points: list[tuple[c_ast.For, str, str]] = []               # (loop, var, tile var)
-    plain: list[c_ast.For] = []
-    for loop in chain:
+    points: list[tuple[c_ast.For, str, str, list]] = []         # (loop, var, tile var, decls)
+    bounds: dict[str, c_ast.Node] = {}                          # bound temporary -> its value
+    for loop, decls in chain:
         found = init_var(loop)
         if found is None or not isinstance(loop.cond, c_ast.BinaryOp):
             return None
@@ -537,18 +545,26 @@ def detile(node: c_ast.For, canon: Canonical, context: Context) -> c_ast.For | N
         if isinstance(step, c_ast.Assignment) and step.op == "+=" and is_var(step.lvalue, var) \
                 and is_var(cond.left, var) and cond.op == "<" and step_of(loop, var) != 1:
             tiles[var] = (start, cond.right, _GEN.visit(step.rvalue))
+            for decl in decls:
+                if not _pure_value(decl, node, context):
+                    return None
+                bounds[decl.name] = decl.init
             continue
+        if not all(_pure_value(decl, node, context) for decl in decls):
+            return None
         if step_of(loop, var) != 1 or not isinstance(start, c_ast.ID) or start.name not in tiles:
             if step_of(loop, var) == 1:
-                plain.append(loop)
-                points.append((loop, var, ""))
+                points.append((loop, var, "", decls))
                 continue
             return None
         tile = start.name
         lo, hi, size = tiles[tile]
         upper = None
         if is_var(cond.left, var) and cond.op == "<":
-            args = _min_args(cond.right, context)
+            right = cond.right
+            if isinstance(right, c_ast.ID) and right.name in bounds:
+                right = bounds.pop(right.name)      # (read once: a second reader refuses)
+            args = _min_args(right, context)
             if args is not None:
                 upper = args
         elif isinstance(cond, c_ast.BinaryOp) and cond.op == "&&":
@@ -561,16 +577,23 @@ def detile(node: c_ast.For, canon: Canonical, context: Context) -> c_ast.For | N
         texts = sorted((_GEN.visit(u) for u in upper), key=lambda t: t != _GEN.visit(hi))
         if texts[0] != _GEN.visit(hi) or texts[1] not in (f"{tile} + {size}", f"{size} + {tile}"):
             return None
-        points.append((loop, var, tile))
-    used = [tile for _, _, tile in points if tile]
-    if sorted(used) != sorted(tiles) or len(points) < 3 or len(used) != len(set(used)):
-        return None
-    body = chain[-1].stmt
-    if names_in(body) & set(tiles):
+        points.append((loop, var, tile, decls))
+    used = [tile for _, _, tile, _ in points if tile]
+    if bounds or sorted(used) != sorted(tiles) or len(points) < 3 or len(used) != len(set(used)):
+        return None                     # (a bound temporary read by no point loop's condition)
+    body = chain[-1][0].stmt
+    kept = [decl for *_, decls in points for decl in decls]
+    bound_names = {decl.name for _, decls in chain for decl in decls} - {d.name for d in kept}
+    # what stays reads no tile variable and no bound temporary (a loop not tiled keeps its header)
+    staying = [body, *kept, *(part for loop, _, tile, _ in points if not tile
+                              for part in (loop.init, loop.cond, loop.next))]
+    if set().union(*(names_in(n) for n in staying)) & (set(tiles) | bound_names):
         return None
     # the point loops, innermost last, over the tiles' whole ranges
     rebuilt = clone(body)
-    for loop, var, tile in reversed(points):
+    for loop, var, tile, decls in reversed(points):
+        if decls:
+            rebuilt = compound([clone(d) for d in decls] + [rebuilt])
         if tile:
             lo, hi, _ = tiles[tile]
             decl = clone(loop.init.decls[0])
@@ -584,6 +607,41 @@ def detile(node: c_ast.For, canon: Canonical, context: Context) -> c_ast.For | N
     canon.steps.append(f"the hand-tiled nest ({len(chain)} loops) de-tiled")
     canon.reordered.append("the nest is tiled by hand")
     return rebuilt
+
+
+def _declared_chain(node: c_ast.For) -> list[tuple[c_ast.For, list[c_ast.Decl]]] | None:
+    """`node` and the loops nested in it, each with the declarations before the next: each
+    loop's body is declarations (pragmas aside) and then the next loop; the last loop's body is
+    anything that is not of that form.  None: a declaration of the chain is not of one scalar."""
+    chain = []
+    loop = node
+    while True:
+        items = [i for i in items_of(loop.stmt) if not isinstance(i, c_ast.Pragma)]
+        if len(items) >= 1 and isinstance(items[-1], c_ast.For) and \
+                all(isinstance(i, c_ast.Decl) for i in items[:-1]):
+            chain.append((loop, items[:-1]))
+            loop = items[-1]
+            continue
+        chain.append((loop, []))
+        return chain
+
+
+def _pure_value(decl: c_ast.Decl, nest: c_ast.Node, context: Context) -> bool:
+    """`decl` declares a scalar (or pointer) with a value that evaluating again anywhere in the
+    nest gives again: an initializer without side effects reading no memory the nest stores, a
+    variable nothing else in the nest declares, assigns or takes the address of."""
+    if decl.init is None or decl.storage or \
+            not isinstance(decl.type, (c_ast.TypeDecl, c_ast.PtrDecl)) or \
+            not side_effect_free(decl.init, context.functions | context.min_functions):
+        return False
+    stored = stored_arrays(nest)
+    read = read_arrays(decl.init)
+    if read & stored or (read and "*" in stored):
+        return False
+    if sum(isinstance(n, c_ast.Decl) and n.name == decl.name for n in walk(nest)) != 1:
+        return False
+    return not any(decl.name in assigned_names(n) for n in walk(nest)
+                   if isinstance(n, (c_ast.Assignment, c_ast.UnaryOp)))
 
 
 def reroll_blocks(node: c_ast.Node, canon: Canonical, context: Context) -> None:

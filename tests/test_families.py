@@ -133,6 +133,34 @@ void tiled(int M, int N, int K, const double *A, const double *B, double *C)
 }
 """
 
+# ... with declarations between the loops: the tiles' bounds computed once per tile (by a min
+# function and by ?:), row pointers and the hoisted A element declared in the point loops
+TILED_DECLARED = """
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+static inline int imin(int a, int b) { return a < b ? a : b; }
+void tiled_declared(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i0 = 0; i0 < M; i0 += 8) {
+        const int i1 = imin(i0 + 8, M);
+        for (int k0 = 0; k0 < K; k0 += 4) {
+            int k1 = k0 + 4 < K ? k0 + 4 : K;
+            for (int j0 = 0; j0 < N; j0 += 8) {
+                int j1 = MIN(j0 + 8, N);
+                for (int i = i0; i < i1; ++i) {
+                    const float *arow = &A[i * K];
+                    float *crow = &C[i * N];
+                    for (int k = k0; k < k1; ++k) {
+                        const float aik = arow[k];
+                        for (int j = j0; j < j1; ++j)
+                            crow[j] += aik * B[k * N + j];
+                    }
+                }
+            }
+        }
+    }
+}
+"""
+
 # What f2c writes at the top of every reference BLAS routine: 1-based, column-major views.
 F2C_PROLOGUE = """
     integer a_dim1, a_offset, b_dim1, b_offset, c_dim1, c_offset, i__1, i__2, i__3;
@@ -525,6 +553,8 @@ FAMILIES = {
                                      "float *);", "float", _plain),
     "hand_tiled": (TILED, "void tiled(int, int, int, const double *, const double *, double *);",
                    "double", _plain),
+    "hand_tiled_declared": (TILED_DECLARED, "void tiled_declared(int, int, int, const float *, "
+                                            "const float *, float *);", "float", _plain),
     "f2c_nn_zero_skip": (F2C_NN, "int sgemm_nn(int *, int *, int *, float *, float *, int *, "
                                  "float *, int *, float *, float *, int *);", "float", _f2c_nn),
     "llm_forward_collapsed": (
@@ -896,6 +926,22 @@ void f(int n, const float *A, const float *B, float *C)
                     for (int j = jj; j < imin(jj + 8, n); j++)
                         for (int k = kk; k < imin(kk + 8, n); k++)
                             C[i*n+j] += A[i*n+k] * B[k*n+j];
+}""", "deeper than 3"),
+    # (C holds the sum over the last tile of k only: de-tiled, it would hold the whole sum)
+    "a sum declared under a tile of k": ("""
+static int imin(int a, int b) { return a < b ? a : b; }
+void f(int n, const float *A, const float *B, float *C)
+{
+    for (int ii = 0; ii < n; ii += 8)
+        for (int kk = 0; kk < n; kk += 8)
+            for (int jj = 0; jj < n; jj += 8)
+                for (int i = ii; i < imin(ii + 8, n); i++)
+                    for (int j = jj; j < imin(jj + 8, n); j++) {
+                        float s = 0;
+                        for (int k = kk; k < imin(kk + 8, n); k++)
+                            s += A[i*n+k] * B[k*n+j];
+                        C[i*n+j] = s;
+                    }
 }""", "deeper than 3"),
     "while loop whose counter is stepped in the middle": ("""
 void f(int n, const float *A, const float *B, float *C)
