@@ -521,37 +521,47 @@ def min_functions(ast: c_ast.FileAST) -> frozenset[str]:
 def detile(node: c_ast.For, canon: Canonical, context: Context) -> c_ast.For | None:
     """for ii (step T) ... for i in [ii, min(ii + T, hi)) ...  ->  for i in [lo, hi).
 
-    Declarations may stand before each inner loop of the chain (`_declared_chain`): in a tile
-    loop's body, a point loop's bound read only by that loop's condition (`int iend = MIN(ii +
-    BS, n);`: its value put in the condition); in the body of a point loop (or a loop not tiled),
-    a value of the point variables (`double a = A[i*n + k];`), kept where it stands: evaluated
-    once per tile of the loops inside it, it is the same value each time (nothing assigns its
-    variable, its initializer reads nothing the nest stores and has no side effects)."""
+    Declarations (or assignments of variables of the function) may stand before each inner
+    loop of the chain (`_declared_chain`): in a tile loop's body, a point loop's bound read only
+    by that loop's condition (`int iend = MIN(ii + BS, n);`: its value put in the condition); in
+    the body of a point loop (or a loop not tiled), a value of the point variables (`double a =
+    A[i*n + k];`), kept where it stands: evaluated once per tile of the loops inside it, it is
+    the same value each time (`_pure_value`).  Tile variables, and bounds, of the function get
+    the values the original leaves after the fast path (canon.finals): the first step at or past
+    the end, and the end."""
     chain = _declared_chain(node)
     if chain is None or len(chain) < 4:
         return None
     tiles: dict[str, tuple[c_ast.Node, c_ast.Node, str]] = {}   # var -> (lo, hi, step text)
     points: list[tuple[c_ast.For, str, str, list]] = []         # (loop, var, tile var, decls)
     bounds: dict[str, c_ast.Node] = {}                          # bound temporary -> its value
+    finals: dict[str, str] = {}
+    known: set[str] = set()             # the counters and values set around the statement
     for loop, decls in chain:
         found = init_var(loop)
         if found is None or not isinstance(loop.cond, c_ast.BinaryOp):
             return None
         var, start = found
-        if not isinstance(loop.init, c_ast.DeclList):
-            return None                 # tile and point variables must not outlive the nest
+        known.add(var)
+        for decl in decls:
+            if not _pure_value(decl, node, context, known):
+                return None
+            known.add(_named_value(decl)[0])
         step = loop.next
         cond = loop.cond
         if isinstance(step, c_ast.Assignment) and step.op == "+=" and is_var(step.lvalue, var) \
                 and is_var(cond.left, var) and cond.op == "<" and step_of(loop, var) != 1:
             tiles[var] = (start, cond.right, _GEN.visit(step.rvalue))
+            if not isinstance(loop.init, c_ast.DeclList):
+                finals[var] = f"{var} = {_GEN.visit(start)} + (({_GEN.visit(cond.right)}) - " \
+                    f"({_GEN.visit(start)}) + ({_GEN.visit(step.rvalue)}) - 1) / " \
+                    f"({_GEN.visit(step.rvalue)}) * ({_GEN.visit(step.rvalue)});"
             for decl in decls:
-                if not _pure_value(decl, node, context):
-                    return None
-                bounds[decl.name] = decl.init
+                name, value = _named_value(decl)
+                bounds[name] = value
+                if isinstance(decl, c_ast.Assignment):
+                    finals[name] = f"{name} = {_GEN.visit(cond.right)};"
             continue
-        if not all(_pure_value(decl, node, context) for decl in decls):
-            return None
         if step_of(loop, var) != 1 or not isinstance(start, c_ast.ID) or start.name not in tiles:
             if step_of(loop, var) == 1:
                 points.append((loop, var, "", decls))
@@ -583,7 +593,12 @@ def detile(node: c_ast.For, canon: Canonical, context: Context) -> c_ast.For | N
         return None                     # (a bound temporary read by no point loop's condition)
     body = chain[-1][0].stmt
     kept = [decl for *_, decls in points for decl in decls]
-    bound_names = {decl.name for _, decls in chain for decl in decls} - {d.name for d in kept}
+    bound_names = {_named_value(d)[0] for _, decls in chain for d in decls} - \
+        {_named_value(d)[0] for d in kept}
+    # the tiles' ranges read no variable of the chain (a tile from another tile: triangular)
+    chain_names = {init_var(loop)[0] for loop, _ in chain} | bound_names
+    if set().union(*(names_in(lo) | names_in(hi) for lo, hi, _ in tiles.values())) & chain_names:
+        return None
     # what stays reads no tile variable and no bound temporary (a loop not tiled keeps its header)
     staying = [body, *kept, *(part for loop, _, tile, _ in points if not tile
                               for part in (loop.init, loop.cond, loop.next))]
@@ -596,29 +611,33 @@ def detile(node: c_ast.For, canon: Canonical, context: Context) -> c_ast.For | N
             rebuilt = compound([clone(d) for d in decls] + [rebuilt])
         if tile:
             lo, hi, _ = tiles[tile]
-            decl = clone(loop.init.decls[0])
-            decl.init = clone(lo)
-            new = c_ast.For(c_ast.DeclList([decl]), c_ast.BinaryOp("<", c_ast.ID(var),
-                                                                   clone(hi)),
+            if isinstance(loop.init, c_ast.DeclList):
+                decl = clone(loop.init.decls[0])
+                decl.init = clone(lo)
+                init = c_ast.DeclList([decl])
+            else:
+                init = c_ast.Assignment("=", c_ast.ID(var), clone(lo))
+            new = c_ast.For(init, c_ast.BinaryOp("<", c_ast.ID(var), clone(hi)),
                             c_ast.UnaryOp("p++", c_ast.ID(var)), rebuilt, coord=loop.coord)
         else:
             new = c_ast.For(loop.init, loop.cond, loop.next, rebuilt, coord=loop.coord)
         rebuilt = new
+    canon.finals.update(finals)
     canon.steps.append(f"the hand-tiled nest ({len(chain)} loops) de-tiled")
     canon.reordered.append("the nest is tiled by hand")
     return rebuilt
 
 
-def _declared_chain(node: c_ast.For) -> list[tuple[c_ast.For, list[c_ast.Decl]]] | None:
-    """`node` and the loops nested in it, each with the declarations before the next: each
-    loop's body is declarations (pragmas aside) and then the next loop; the last loop's body is
-    anything that is not of that form.  None: a declaration of the chain is not of one scalar."""
+def _declared_chain(node: c_ast.For) -> list[tuple[c_ast.For, list[c_ast.Node]]]:
+    """`node` and the loops nested in it, each with the statements before the next: each loop's
+    body is declarations and assignments `x = value;` (pragmas aside) and then the next loop; the
+    last loop's body is anything that is not of that form."""
     chain = []
     loop = node
     while True:
         items = [i for i in items_of(loop.stmt) if not isinstance(i, c_ast.Pragma)]
         if len(items) >= 1 and isinstance(items[-1], c_ast.For) and \
-                all(isinstance(i, c_ast.Decl) for i in items[:-1]):
+                all(_named_value(i) is not None for i in items[:-1]):
             chain.append((loop, items[:-1]))
             loop = items[-1]
             continue
@@ -626,22 +645,42 @@ def _declared_chain(node: c_ast.For) -> list[tuple[c_ast.For, list[c_ast.Decl]]]
         return chain
 
 
-def _pure_value(decl: c_ast.Decl, nest: c_ast.Node, context: Context) -> bool:
-    """`decl` declares a scalar (or pointer) with a value that evaluating again anywhere in the
-    nest gives again: an initializer without side effects reading no memory the nest stores, a
-    variable nothing else in the nest declares, assigns or takes the address of."""
-    if decl.init is None or decl.storage or \
-            not isinstance(decl.type, (c_ast.TypeDecl, c_ast.PtrDecl)) or \
-            not side_effect_free(decl.init, context.functions | context.min_functions):
+def _named_value(item: c_ast.Node) -> tuple[str, c_ast.Node] | None:
+    """(x, value) of a declaration `T x = value;` or an assignment `x = value;`."""
+    if isinstance(item, c_ast.Decl) and item.name and item.init is not None:
+        return item.name, item.init
+    if isinstance(item, c_ast.Assignment) and item.op == "=" and isinstance(item.lvalue, c_ast.ID):
+        return item.lvalue.name, item.rvalue
+    return None
+
+
+def _pure_value(item: c_ast.Node, nest: c_ast.Node, context: Context, known: set[str]) -> bool:
+    """`item` (`_named_value`) gives a scalar (or pointer) a value that evaluating again
+    anywhere in the nest gives again: without side effects, reading no memory the nest stores
+    and, of the variables the nest stores, only those `known` (the counters of the loops around
+    it, the values set before it); a variable nothing else in the nest declares, assigns or
+    takes the address of (one the declaration is the only declaration of, or one of the
+    function the assignment the only store to)."""
+    name, value = _named_value(item)
+    if isinstance(item, c_ast.Decl):
+        if item.storage or not isinstance(item.type, (c_ast.TypeDecl, c_ast.PtrDecl)):
+            return False
+    elif not isinstance(context.scope.type_of(name), (ctype.Scalar, ctype.Pointer)):
+        return False
+    if not side_effect_free(value, context.functions | context.min_functions):
         return False
     stored = stored_arrays(nest)
-    read = read_arrays(decl.init)
+    read = read_arrays(value)
     if read & stored or (read and "*" in stored):
         return False
-    if sum(isinstance(n, c_ast.Decl) and n.name == decl.name for n in walk(nest)) != 1:
+    if names_in(value) & (assigned_names(nest) - known) or name in names_in(value):
         return False
-    return not any(decl.name in assigned_names(n) for n in walk(nest)
-                   if isinstance(n, (c_ast.Assignment, c_ast.UnaryOp)))
+    declarations = sum(isinstance(n, c_ast.Decl) and n.name == name for n in walk(nest))
+    stores = sum(1 for n in walk(nest) if
+                 (isinstance(n, c_ast.Assignment) and is_var(n.lvalue, name)) or
+                 (isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--", "&")
+                  and is_var(n.expr, name)))
+    return (declarations, stores) == ((1, 0) if isinstance(item, c_ast.Decl) else (0, 1))
 
 
 def reroll_blocks(node: c_ast.Node, canon: Canonical, context: Context) -> None:

@@ -161,6 +161,29 @@ void tiled_declared(int M, int N, int K, const float *A, const float *B, float *
 }
 """
 
+# ... in C89: every variable declared at the top, the bounds and the A element assigned; the
+# values the loops and the bound leave behind are returned (the original's after the fast path)
+TILED_C89 = """
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+long tiled89(int M, int N, int K, const double *A, const double *B, double *C)
+{
+    int i = 0, j = 0, k = 0, ii = 0, jj = 0, kk = 0, iend = 0, bs = 8;
+    double r = 0;
+    for (ii = 0; ii < M; ii += bs) {
+        iend = MIN(ii + bs, M);
+        for (kk = 0; kk < K; kk += 4)
+            for (jj = 0; jj < N; jj += 8)
+                for (i = ii; i < iend; i++)
+                    for (k = kk; k < MIN(K, kk + 4); k++) {
+                        r = A[i * K + k];
+                        for (j = jj; j < MIN(jj + 8, N); j++)
+                            C[i * N + j] += r * B[k * N + j];
+                    }
+    }
+    return ((((((long)ii * 37 + jj) * 37 + kk) * 37 + i) * 37 + j) * 37 + k) * 37 + iend;
+}
+"""
+
 # What f2c writes at the top of every reference BLAS routine: 1-based, column-major views.
 F2C_PROLOGUE = """
     integer a_dim1, a_offset, b_dim1, b_offset, c_dim1, c_offset, i__1, i__2, i__3;
@@ -555,6 +578,8 @@ FAMILIES = {
                    "double", _plain),
     "hand_tiled_declared": (TILED_DECLARED, "void tiled_declared(int, int, int, const float *, "
                                             "const float *, float *);", "float", _plain),
+    "hand_tiled_c89": (TILED_C89, "long tiled89(int, int, int, const double *, const double *, "
+                                  "double *);", "double", _plain),
     "f2c_nn_zero_skip": (F2C_NN, "int sgemm_nn(int *, int *, int *, float *, float *, int *, "
                                  "float *, int *, float *, float *, int *);", "float", _f2c_nn),
     "llm_forward_collapsed": (
@@ -941,6 +966,37 @@ void f(int n, const float *A, const float *B, float *C)
                         for (int k = kk; k < imin(kk + 8, n); k++)
                             s += A[i*n+k] * B[k*n+j];
                         C[i*n+j] = s;
+                    }
+}""", "deeper than 3"),
+    # (C89: the tile variables outlive the nest, so a tile's range reading another tile's
+    # variable would read it as a number of the function)
+    "a tile starting at another tile": ("""
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+void f(int n, const float *A, const float *B, float *C)
+{
+    int i, j, k, ii, jj, kk;
+    for (ii = 0; ii < n; ii += 8)
+        for (jj = ii; jj < n; jj += 8)
+            for (kk = 0; kk < n; kk += 8)
+                for (i = ii; i < MIN(ii + 8, n); i++)
+                    for (j = jj; j < MIN(jj + 8, n); j++)
+                        for (k = kk; k < MIN(kk + 8, n); k++)
+                            C[i*n+j] += A[i*n+k] * B[k*n+j];
+}""", "deeper than 3"),
+    "a value in a point loop that reads itself": ("""
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+void f(int n, const float *A, const float *B, float *C)
+{
+    int i, j, k, ii, jj, kk;
+    float a = 0;
+    for (ii = 0; ii < n; ii += 8)
+        for (kk = 0; kk < n; kk += 8)
+            for (jj = 0; jj < n; jj += 8)
+                for (i = ii; i < MIN(ii + 8, n); i++)
+                    for (k = kk; k < MIN(kk + 8, n); k++) {
+                        a = a + A[i*n+k];
+                        for (j = jj; j < MIN(jj + 8, n); j++)
+                            C[i*n+j] += a * B[k*n+j];
                     }
 }""", "deeper than 3"),
     "while loop whose counter is stepped in the middle": ("""
