@@ -383,6 +383,16 @@ def walk(node: c_ast.Node):
         yield from walk(child)
 
 
+def element_of_address(node: c_ast.Node) -> c_ast.Node:
+    """`(&X[a])[b]` as `X[a + b]` (the one node; others as they are)."""
+    if isinstance(node, c_ast.ArrayRef) and isinstance(node.name, c_ast.UnaryOp) and \
+            node.name.op == "&" and isinstance(node.name.expr, c_ast.ArrayRef):
+        inner = node.name.expr
+        return c_ast.ArrayRef(inner.name, c_ast.BinaryOp("+", inner.subscript, node.subscript),
+                              coord=node.coord)
+    return node
+
+
 def is_zero(node: c_ast.Node) -> bool:
     if isinstance(node, c_ast.Constant):
         try:

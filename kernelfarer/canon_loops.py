@@ -10,10 +10,10 @@ from kernelfarer import ctype
 from kernelfarer.ctype import Scope
 
 from kernelfarer.canon_base import (
-    Canonical, Context, clone, items_of, compound, names_in, assigned_names, replace_ids, is_var,
-    is_zero, const_int, step_of, init_var, loop_var, loop_vars, increments, has_continue, side_effect_free,
-    outer_loops, nest_loops, read_arrays, stored_arrays, terms_of, sum_of, single,
-    walk, map_children)
+    Canonical, Context, assigned_names, clone, compound, const_int, element_of_address,
+    has_continue, increments, init_var, is_var, is_zero, items_of, loop_var, loop_vars,
+    map_children, names_in, nest_loops, outer_loops, read_arrays, replace_ids, side_effect_free,
+    single, step_of, stored_arrays, sum_of, terms_of, walk)
 
 _GEN = c_generator.CGenerator()
 
@@ -727,10 +727,16 @@ def _reroll(main: c_ast.For, rest: c_ast.For, prev: c_ast.Node | None, after: c_
     elif len(body) == 1 and len(main_body) == 1 and _sum_shifted(main_body[0], body[0], var,
                                                                   unroll, context):
         pass
-    else:
+    elif not _offsets_of(main_body, body, var, unroll, context):
         return None
     init = main.init
     drop_prev = False
+    if isinstance(init, c_ast.Assignment) and init.op == "=" and isinstance(prev, c_ast.Decl) \
+            and prev.name == var and prev.init is None and isinstance(prev.type, c_ast.TypeDecl) \
+            and var not in names_in(after):     # (`int j;` right before: the loop's own)
+        decl = clone(prev)
+        decl.init = clone(init.rvalue)
+        init, drop_prev = c_ast.DeclList([decl]), True
     if init is None:
         if isinstance(prev, c_ast.Assignment) and prev.op == "=" and is_var(prev.lvalue, var):
             init, drop_prev = clone(prev), True
@@ -742,6 +748,101 @@ def _reroll(main: c_ast.For, rest: c_ast.For, prev: c_ast.Node | None, after: c_
             return None
     return c_ast.For(init, clone(rest.cond), c_ast.UnaryOp("p++", c_ast.ID(var)),
                      clone(rest.stmt), coord=main.coord), drop_prev
+
+
+def _offsets_of(main_body: list[c_ast.Node], body: list[c_ast.Node], var: str, unroll: int,
+                context: Context) -> bool:
+    """The unrolled loop's body is a loop over the offsets, `for (q = 0; q < unroll; q++) X(var
+    + q)` (a register tile, see canon_tiles), and X(var) is the remainder's body, but for the
+    names of their locals and temporaries put in where they are read (`_temporaries_put_in`)."""
+    from kernelfarer.canon_tiles import _merge_offsets, _offset_loop_var
+    if len(main_body) != 1 or not isinstance(main_body[0], c_ast.For):
+        return False
+    offset = _offset_loop_var(main_body[0], unroll)
+    merged = _merge_offsets(clone(main_body[0].stmt), var, offset) if offset else None
+    if merged is None:
+        return False
+    scope = context.scope
+    mine, theirs = _renamed_like([_temporaries_put_in(x, scope) for x in items_of(merged)],
+                                 [_temporaries_put_in(clone(x), scope) for x in body])
+    if mine is None:
+        return False
+    return len(mine) == len(theirs) and all(_equivalent(a, b, context)
+                                            for a, b in zip(mine, theirs))
+
+
+def _renamed_like(mine: list[c_ast.Node], theirs: list[c_ast.Node]):
+    """(`mine` with its locals renamed to those `theirs` declares in the same order, `theirs`),
+    copies changed in place; (None, None) when the locals do not pair up one to one or a name
+    one side declares is read by the other as a variable of its own."""
+    def declared(items):
+        return [d.name for x in items for d in walk(x) if isinstance(d, c_ast.Decl)]
+    old, new = declared(mine), declared(theirs)
+    if len(old) != len(new) or len(set(old)) != len(old) or len(set(new)) != len(new):
+        return None, None
+    free_mine = set().union(*(names_in(x) for x in mine)) - set(old)
+    free_theirs = set().union(*(names_in(x) for x in theirs)) - set(new)
+    if free_mine & set(new) or free_theirs & set(old):
+        return None, None
+    renames = dict(zip(old, new))
+    for x in mine:
+        for node in walk(x):
+            if isinstance(node, (c_ast.ID, c_ast.Decl)) and node.name in renames:
+                node.name = renames[node.name]
+    return mine, theirs
+
+
+def _temporaries_put_in(node: c_ast.Node, scope: Scope) -> c_ast.Node:
+    """`node` with, in every block whose statements store no memory, the temporaries (declared
+    with a value without side effects, never assigned) put in where they are read, as values of
+    their type (`_as_declared`), and blocks of one statement (not a declaration) as that
+    statement: two spellings of one computation alike."""
+    if isinstance(node, c_ast.Compound) and node.block_items and \
+            not any(stored_arrays(x) for x in node.block_items):
+        kept, values = [], {}
+        for item in node.block_items:
+            for name, value in values.items():
+                item = replace_ids(item, name, value)
+            value = _as_declared(item, scope) if isinstance(item, c_ast.Decl) and \
+                item.init is not None and side_effect_free(item.init, frozenset()) and \
+                not any(item.name in assigned_names(x) for x in node.block_items
+                        if x is not item) else None
+            if value is not None:
+                values[item.name] = value
+                continue
+            kept.append(item)
+        node = c_ast.Compound(kept, coord=node.coord)
+    if isinstance(node, c_ast.Compound) and len(node.block_items or []) == 1 and \
+            not isinstance(node.block_items[0], c_ast.Decl):
+        node = node.block_items[0]               # ({ x; } is x)
+    return element_of_address(map_children(node, lambda c: _temporaries_put_in(c, scope)))
+
+
+def _as_declared(decl: c_ast.Decl, scope: Scope) -> c_ast.Node | None:
+    """What reading the temporary `decl` reads: its initializer where that has the temporary's
+    type already (or, for an int temporary, a narrower integer, which C promotes to int where it
+    is read), else the initializer cast to it; for a pointer, an initializer pointing to
+    elements of the same type only.  None: not a temporary put in."""
+    from kernelfarer.canon_values import _expr_type
+    want = ctype.resolve(decl.type, scope.typedefs)
+    if isinstance(decl.type, c_ast.PtrDecl):
+        parts = pointer_parts(decl.init, scope)
+        have = _pointer_type(parts[0], scope) if parts is not None else None
+        mine, theirs = ctype.element(want), ctype.element(have) if have is not None else None
+        if isinstance(mine, ctype.Scalar) and isinstance(theirs, ctype.Scalar) and \
+                (mine.kind, mine.bits, mine.signed) == (theirs.kind, theirs.bits, theirs.signed):
+            return decl.init
+        return None
+    if not isinstance(decl.type, c_ast.TypeDecl) or not isinstance(want, ctype.Scalar) or \
+            isinstance(decl.init, c_ast.InitList):
+        return None
+    have = _expr_type(decl.init, scope)
+    if isinstance(have, ctype.Scalar) and (
+            (have.kind, have.bits, have.signed) == (want.kind, want.bits, want.signed) or
+            (want.kind == have.kind == "int" and want.signed and want.bits == 32 and
+             have.bits < 32)):
+        return decl.init
+    return c_ast.Cast(c_ast.Typename(None, [], None, clone(decl.type)), decl.init)
 
 
 def _main_bound_ok(cond: c_ast.Node, var: str, bound: str, unroll: int) -> bool:

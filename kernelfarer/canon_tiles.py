@@ -26,9 +26,9 @@ from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
 from kernelfarer.canon_base import (
-    Canonical, Context, added_to, clone, compound, const_int, init_var, is_var, items_of,
-    map_children, names_in, nest_loops, perfect_chain, replace_ids, side_effect_free, step_of,
-    sum_of, terms_of, walk)
+    Canonical, Context, added_to, assigned_names, clone, compound, const_int, element_of_address,
+    init_var, is_var, items_of, loop_var, map_children, names_in, nest_loops, perfect_chain,
+    replace_ids, side_effect_free, step_of, sum_of, terms_of, walk, with_declarations)
 
 _GEN = c_generator.CGenerator()
 
@@ -305,3 +305,198 @@ def _merge_offsets(body: c_ast.Node, tile: str, offset: str) -> c_ast.Node | Non
         if isinstance(n, c_ast.ID) and n.name == merged_name:
             n.name = tile
     return merged
+
+
+# -- register tiles of scalars --------------------------------------------------------------------
+
+def untile_scalars(node: c_ast.For, canon: Canonical, context: Context) -> None:
+    """A register tile kept in scalars (`float c0 = 0, c1 = 0, c2 = 0, c3 = 0; for (k ...) {
+    float a = A[i*K + k]; c0 += a * B[k*N + j]; ... c3 += a * B[k*N + j + 3]; } C[i*N + j] = c0;
+    ... C[i*N + j + 3] = c3;`) as a loop over the tile's offsets of one scalar's sum:
+    `for (int j_t = 0; j_t < 4; j_t++) { float c0 = 0; for (k ...) { float a = ...; c0 += a *
+    B[k*N + (j + j_t)]; } C[i*N + (j + j_t)] = c0; }`, which `detile_offsets` (or, with a
+    remainder loop, `reroll_blocks`) then reads as one loop over j.  A tile over two loops (c00,
+    c01, c10, c11) becomes two offset loops, one per pass.
+
+    The scalars form a tile along a loop variable v when they split into rows of the same length
+    T: each row a base scalar and the scalars whose update, seed and store are the base's with v
+    + 1, ..., v + T - 1 for v (temporaries of the k loop put in the updates to compare).  The k
+    loop stores only the scalars (its sums are independent; what the nest stores must not
+    overlap what it reads, which the recognizer checks at run time)."""
+    for loop in nest_loops(node):
+        items = items_of(loop.stmt)
+        for at in range(len(items)):
+            found = _scalar_tile(items, at, node, context)
+            if found is not None:
+                end, rebuilt, var, names = found
+                loop.stmt = compound(items[:at] + [rebuilt] + items[end:], loop.stmt)
+                canon.steps.append(f"the sums {', '.join(names)} (a tile along '{var}' kept in "
+                                   "scalars) as a loop over the tile's offsets")
+                canon.reordered.append(f"the sums {', '.join(names)} are interleaved by hand")
+                # (the offsets' variable known by type: subscripts reading it compare as affine)
+                return untile_scalars(node, canon, with_declarations(context, rebuilt))
+
+
+def _scalar_tile(items: list[c_ast.Node], at: int, nest: c_ast.For, context: Context):
+    """(end index, the offsets loop replacing items[at:end], the tile's variable, the scalars)
+    of a scalar tile declared at items[at], or None."""
+    decls = []
+    while at + len(decls) < len(items) and _tile_scalar_decl(items[at + len(decls)], context):
+        decls.append(items[at + len(decls)])
+    names = [d.name for d in decls]
+    if len(decls) < 2 or len(set(names)) != len(names) or len(
+            {_GEN.visit(d.type) for d in decls}) != 1:
+        return None
+    end = at + len(decls) + 1 + len(decls)
+    if end > len(items) or not isinstance(items[at + len(decls)], c_ast.For):
+        return None
+    summing, stores = items[at + len(decls)], items[at + len(decls) + 1:end]
+    if any(set(names) & names_in(x) for x in items[:at] + items[end:]) or \
+            any(set(names) & names_in(d.init) for d in decls):
+        return None
+    parts = _tile_updates(summing, names, context)
+    if parts is None:
+        return None
+    temps, updates, inlined = parts
+    store_of = {}
+    for store in stores:
+        read = set(names) & names_in(store)
+        if len(read) != 1 or not isinstance(store, c_ast.Assignment) or \
+                set(names) & assigned_names(store) or _jumps(store):
+            return None
+        store_of[read.pop()] = store
+    if len(store_of) != len(names):
+        return None
+    counters = [v for v in (loop_var(x) for x in nest_loops(nest)) if v is not None]
+    header = names_in(summing.init) | names_in(summing.cond) | names_in(summing.next)
+    block = items[at:end]
+    for var in counters:
+        if var in header or any(var in assigned_names(x) for x in block):
+            continue
+        rows = _tile_rows(names, var, context, lambda s: inlined[s], lambda s: decls[
+            names.index(s)].init, lambda s: store_of[s])
+        if rows is None:
+            continue
+        offset = _fresh(f"{var}_t", [nest])
+        shifted = c_ast.BinaryOp("+", c_ast.ID(var), c_ast.ID(offset))
+        bases = [row[0] for row in rows]
+        body = [replace_ids(clone(decls[names.index(b)]), var, shifted) for b in bases]
+        k_items = [replace_ids(clone(t), var, shifted) for t in _needed(temps, [
+            updates[b] for b in bases])] + [replace_ids(clone(updates[b]), var, shifted)
+                                            for b in bases]
+        body.append(c_ast.For(clone(summing.init), clone(summing.cond), clone(summing.next),
+                              compound(k_items, summing.stmt), coord=summing.coord))
+        body += [replace_ids(clone(store_of[b]), var, shifted) for b in bases]
+        q_decl = c_ast.Decl(offset, [], [], [], [], c_ast.TypeDecl(
+            offset, [], None, c_ast.IdentifierType(["int"])), c_ast.Constant("int", "0"), None)
+        rebuilt = c_ast.For(c_ast.DeclList([q_decl]), c_ast.BinaryOp(
+            "<", c_ast.ID(offset), c_ast.Constant("int", str(len(rows[0])))),
+            c_ast.UnaryOp("p++", c_ast.ID(offset)), compound(body), coord=summing.coord)
+        return end, rebuilt, var, names
+    return None
+
+
+def _needed(temps: list[c_ast.Decl], users: list[c_ast.Node]) -> list[c_ast.Decl]:
+    """The temporaries `users` read, directly or through other temporaries, in their order."""
+    needed = set().union(*(names_in(u) for u in users))
+    for temp in reversed(temps):
+        if temp.name in needed:
+            needed |= names_in(temp.init)
+    return [t for t in temps if t.name in needed]
+
+
+def _tile_scalar_decl(node: c_ast.Node, context: Context) -> bool:
+    return isinstance(node, c_ast.Decl) and isinstance(node.type, c_ast.TypeDecl) and \
+        not node.storage and node.init is not None and \
+        not isinstance(node.init, c_ast.InitList) and \
+        isinstance(ctype.resolve(node.type, context.scope.typedefs), ctype.Scalar) and \
+        not ctype.resolve(node.type, context.scope.typedefs).volatile and \
+        side_effect_free(node.init, context.functions)
+
+
+def _tile_updates(loop: c_ast.For, names: list[str], context: Context):
+    """(the temporaries, each scalar's update statement, each scalar's added value with the
+    temporaries put in) of a k loop whose body is temporaries (`T t = value;`, in any order with
+    the updates) and one `s += value;` per scalar, reading no scalar; or None."""
+    temps, updates, inlined = [], {}, {}
+    values: dict[str, c_ast.Node] = {}
+    for item in items_of(loop.stmt):
+        if isinstance(item, c_ast.Decl) and isinstance(item.type, c_ast.PtrDecl) and \
+                not item.storage and item.init is not None and \
+                side_effect_free(item.init, context.functions) or \
+                _pure_scalar_decl(item, names[0], context):
+            if set(names) & names_in(item.init):
+                return None
+            if item.name in values or item.name in names:
+                return None
+            temps.append(item)
+            values[item.name] = _put_in(item.init, values)
+            continue
+        for name in names:
+            value = added_to(item, lambda n: is_var(n, name))
+            if value is not None:
+                break
+        else:
+            return None
+        if name in updates or set(names) & names_in(value) or \
+                not side_effect_free(value, context.functions):
+            return None
+        updates[name], inlined[name] = item, _put_in(value, values)
+    temp_names = {t.name for t in temps}
+    stored = set().union(*(assigned_names(u) for u in updates.values()))
+    if len(updates) != len(names) or stored & temp_names or \
+            any(set(names) & names_in(x) for x in
+                (loop.init, loop.cond, loop.next) if x is not None):
+        return None
+    return temps, updates, inlined
+
+
+def _put_in(node: c_ast.Node, values: dict[str, c_ast.Node]) -> c_ast.Node:
+    """`node` with the temporaries' values put in, `(&X[a])[b]` read as `X[a + b]`."""
+    node = clone(node)
+    for name, value in values.items():
+        node = replace_ids(node, name, value)
+    return _element_of_address(node)
+
+
+def _element_of_address(node: c_ast.Node) -> c_ast.Node:
+    return element_of_address(map_children(node, _element_of_address))
+
+
+def _tile_rows(names: list[str], var: str, context: Context, *parts) -> list[list[str]] | None:
+    """The scalars as rows of equal length T along `var` (`_scalar_tile`): each row its base
+    and the scalars whose parts (functions of a scalar's name giving a node; the scalar's name
+    in it read as the base's) are the base's shifted by 1 .. T - 1; None when they are not."""
+    from kernelfarer.canon_loops import _equivalent, _shifted
+
+    def shifted_of(base: str, other: str, r: int) -> bool:
+        return all(_equivalent(_renamed_id(part(other), other, base),
+                               _shifted(part(base), var, r), context) for part in parts)
+    follows = {}
+    for other in names:
+        for base in names:
+            if base == other:
+                continue
+            r = next((r for r in range(1, len(names)) if shifted_of(base, other, r)), None)
+            if r is not None:
+                follows.setdefault(other, []).append((base, r))
+    bases = [n for n in names if n not in follows]
+    if not bases or len(names) % len(bases):
+        return None
+    size = len(names) // len(bases)
+    rows = []
+    for base in bases:
+        row = [base]
+        for r in range(1, size):
+            found = [n for n in names if (base, r) in follows.get(n, [])]
+            if len(found) != 1:
+                return None
+            row.append(found[0])
+        rows.append(row)
+    if size < 2 or sorted(n for row in rows for n in row) != sorted(names):
+        return None
+    return rows
+
+
+def _renamed_id(node: c_ast.Node, old: str, new: str) -> c_ast.Node:
+    return replace_ids(clone(node), old, c_ast.ID(new))

@@ -49,7 +49,7 @@ from kernelfarer.canon_loops import (
     walk_blocks, while_to_for, min_functions)
 from kernelfarer.canon_calls import inline_dot_calls
 from kernelfarer.canon_sums import narrow_wide_sums
-from kernelfarer.canon_tiles import detile_offsets, untile_accumulators
+from kernelfarer.canon_tiles import detile_offsets, untile_accumulators, untile_scalars
 from kernelfarer.canon_values import (
     drop_zero_skips, split_side_statements, substitute_blocks, substitute_pointers,
     unswitch_beta)
@@ -84,6 +84,7 @@ def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | Non
         canon.steps.append("pointer subscripts *(p + i) as p[i]")
     nest_vars = loop_vars(node)
     normalize_loops(node, canon, nest_vars)
+    untile_scalars(node, canon, context)
     untile_accumulators(node, canon, context)
     detile_offsets(node, canon, context)
     node = detile(node, canon, context) or node

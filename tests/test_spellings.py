@@ -549,6 +549,67 @@ void qgemm_dot_q(int M, int N, int n, const int8_t *x, const int8_t *y, int32_t 
 }
 """
 
+# register tiles kept in scalars: four columns with the remainder loop that finishes the row
+# (float, the A element hoisted; int8 -> int32 seeded from C, a row pointer of B, `j < N - 3`)
+SCALAR_TILE = """
+void sgemm_scalar_tile(int M, int N, int K, const float *A, const float *B, float *C) {
+  for (int i = 0; i < M; i++) {
+    int j = 0;
+    for (; j + 4 <= N; j += 4) {
+      float c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+      for (int k = 0; k < K; k++) {
+        float a = A[i * K + k];
+        c0 += a * B[k * N + j];
+        c1 += a * B[k * N + j + 1];
+        c2 += a * B[k * N + j + 2];
+        c3 += a * B[k * N + j + 3];
+      }
+      C[i * N + j] = c0;
+      C[i * N + j + 1] = c1;
+      C[i * N + j + 2] = c2;
+      C[i * N + j + 3] = c3;
+    }
+    for (; j < N; j++) {
+      float s = 0;
+      for (int k = 0; k < K; k++)
+        s += A[i * K + k] * B[k * N + j];
+      C[i * N + j] = s;
+    }
+  }
+}
+"""
+
+SCALAR_TILE_INT8 = """
+#include <stdint.h>
+void qgemm_scalar_tile(int M, int N, int K, const int8_t *A, const int8_t *B, int32_t *C) {
+  for (int i = 0; i < M; i++) {
+    int j;
+    for (j = 0; j < N - 3; j += 4) {
+      int32_t s0 = C[i * N + j], s1 = C[i * N + j + 1];
+      int32_t s2 = C[i * N + j + 2], s3 = C[i * N + j + 3];
+      for (int k = 0; k < K; k++) {
+        const int32_t a = A[i * K + k];
+        const int8_t *b = &B[k * N + j];
+        s0 += a * b[0];
+        s1 += a * b[1];
+        s2 += a * b[2];
+        s3 += a * b[3];
+      }
+      C[i * N + j] = s0;
+      C[i * N + j + 1] = s1;
+      C[i * N + j + 2] = s2;
+      C[i * N + j + 3] = s3;
+    }
+    for (; j < N; j++) {
+      int32_t s = C[i * N + j];
+      for (int k = 0; k < K; k++)
+        s += A[i * K + k] * B[k * N + j];
+      C[i * N + j] = s;
+    }
+  }
+}
+"""
+
 # C89 blocks in a loop body, a macro's do { ... } while (0) as the k loop's body
 BLOCKS = """
 #define MAC(acc, x, y) do { (acc) += (x) * (y); } while (0)
@@ -726,6 +787,14 @@ CASES = {
                                            "const int8_t *, int *);", "int",
                          lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
                                           ("I8*", k, n), ("T*", m, n)]),
+    "scalar_tile": (SCALAR_TILE, "void sgemm_scalar_tile(int, int, int, const float *, "
+                                 "const float *, float *);", "float",
+                    lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                     ("T*", m, n)]),
+    "scalar_tile_int8": (SCALAR_TILE_INT8, "void qgemm_scalar_tile(int, int, int, "
+                                           "const int8_t *, const int8_t *, int *);", "int",
+                         lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
+                                          ("I8*", k, n), ("T*", m, n)]),
     "blocks": (BLOCKS, "void sgemm_blocks(int, int, int, const float *, const float *, "
                        "float *);", "float",
                lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
@@ -853,11 +922,33 @@ def check_case(name: str, case: tuple, built: tuple, sizes=None, *, fast_path=Tr
             assert np.array_equal(a, b, equal_nan=True), f"{name} {m}x{n}x{k}: buffers differ"
 
 
+# ... a 2 x 2 tile in scalars (rows and columns), no remainder: the steps must divide the ranges
+SCALAR_TILE_2X2 = """
+void dgemm_tile_2x2(int M, int N, int K, const double *A, const double *B, double *C) {
+  for (int i = 0; i < M; i += 2)
+    for (int j = 0; j < N; j += 2) {
+      double c00 = 0, c01 = 0, c10 = 0, c11 = 0;
+      for (int k = 0; k < K; k++) {
+        double a0 = A[i * K + k], a1 = A[(i + 1) * K + k];
+        double b0 = B[k * N + j], b1 = B[k * N + j + 1];
+        c00 += a0 * b0; c01 += a0 * b1;
+        c10 += a1 * b0; c11 += a1 * b1;
+      }
+      C[i * N + j] = c00; C[i * N + j + 1] = c01;
+      C[(i + 1) * N + j] = c10; C[(i + 1) * N + j + 1] = c11;
+    }
+}
+"""
+
 TILES = {
     "tile_rows": (TILE_ROWS, "void tile_rows(float *, const float *, const float *, "
                              "const float *, int, int, int);", "float",
                   lambda m, n, k: [("T*", m + 4, n), ("T*", m + 4, k), ("T*", n, k),
                                    ("T*", 1, n), _int(m), _int(k), _int(n)]),
+    "scalar_tile_2x2": (SCALAR_TILE_2X2, "void dgemm_tile_2x2(int, int, int, const double *, "
+                                         "const double *, double *);", "double",
+                        lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m + 2, k),
+                                         ("T*", k, n + 2), ("T*", m + 2, n + 2)]),
     "tile_columns": (TILE_COLUMNS, "void tile_columns(int, int, int, const int8_t *, "
                                    "const int8_t *, int *);", "int",
                      lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
