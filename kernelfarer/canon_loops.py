@@ -529,8 +529,8 @@ def detile(node: c_ast.For, canon: Canonical, context: Context) -> c_ast.For | N
     the same value each time (`_pure_value`).  Tile variables, and bounds, of the function get
     the values the original leaves after the fast path (canon.finals): the first step at or past
     the end, and the end."""
-    chain = _declared_chain(node)
-    if chain is None or len(chain) < 4:
+    chain, wraps = _declared_chain(node)
+    if len(chain) < 4:
         return None
     tiles: dict[str, tuple[c_ast.Node, c_ast.Node, str]] = {}   # var -> (lo, hi, step text)
     points: list[tuple[c_ast.For, str, str, list]] = []         # (loop, var, tile var, decls)
@@ -589,10 +589,16 @@ def detile(node: c_ast.For, canon: Canonical, context: Context) -> c_ast.For | N
             return None
         points.append((loop, var, tile, decls))
     used = [tile for _, _, tile, _ in points if tile]
+    tiles_of = [loop for loop, _ in chain if init_var(loop)[0] in tiles]
     if bounds or sorted(used) != sorted(tiles) or len(points) < 3 or len(used) != len(set(used)):
         return None                     # (a bound temporary read by no point loop's condition)
     body = chain[-1][0].stmt
+    if any(id(loop) in wraps for loop in tiles_of) or \
+            not all(_reseeded(wraps[id(loop)], chain[at + 1:], node, context)
+                    for at, (loop, _) in enumerate(chain) if id(loop) in wraps):
+        return None
     kept = [decl for *_, decls in points for decl in decls]
+    wrapped = [x for loop, *_ in points for x in wraps.get(id(loop), ())]
     bound_names = {_named_value(d)[0] for _, decls in chain for d in decls} - \
         {_named_value(d)[0] for d in kept}
     # the tiles' ranges read no variable of the chain (a tile from another tile: triangular)
@@ -600,13 +606,16 @@ def detile(node: c_ast.For, canon: Canonical, context: Context) -> c_ast.For | N
     if set().union(*(names_in(lo) | names_in(hi) for lo, hi, _ in tiles.values())) & chain_names:
         return None
     # what stays reads no tile variable and no bound temporary (a loop not tiled keeps its header)
-    staying = [body, *kept, *(part for loop, _, tile, _ in points if not tile
+    staying = [body, *kept, *wrapped, *(part for loop, _, tile, _ in points if not tile
                               for part in (loop.init, loop.cond, loop.next))]
     if set().union(*(names_in(n) for n in staying)) & (set(tiles) | bound_names):
         return None
     # the point loops, innermost last, over the tiles' whole ranges
     rebuilt = clone(body)
     for loop, var, tile, decls in reversed(points):
+        if id(loop) in wraps:
+            seed, store = wraps[id(loop)]
+            rebuilt = compound([clone(seed), rebuilt, clone(store)])
         if decls:
             rebuilt = compound([clone(d) for d in decls] + [rebuilt])
         if tile:
@@ -628,11 +637,13 @@ def detile(node: c_ast.For, canon: Canonical, context: Context) -> c_ast.For | N
     return rebuilt
 
 
-def _declared_chain(node: c_ast.For) -> list[tuple[c_ast.For, list[c_ast.Node]]]:
-    """`node` and the loops nested in it, each with the statements before the next: each loop's
-    body is declarations and assignments `x = value;` (pragmas aside) and then the next loop; the
-    last loop's body is anything that is not of that form."""
-    chain = []
+def _declared_chain(node: c_ast.For):
+    """(`node` and the loops nested in it, each with the statements before the next; the sums
+    re-seeded around the next loop by id of the loop).  Each loop's body is declarations and
+    assignments `x = value;` (pragmas aside), then the next loop, or those and a sum re-seeded
+    from memory around the next loop, `s = X; for (...) ...; X = s;` (CS:APP's blocked
+    matrix multiply); the last loop's body is anything that is not of that form."""
+    chain, wraps = [], {}
     loop = node
     while True:
         items = [i for i in items_of(loop.stmt) if not isinstance(i, c_ast.Pragma)]
@@ -641,8 +652,50 @@ def _declared_chain(node: c_ast.For) -> list[tuple[c_ast.For, list[c_ast.Node]]]
             chain.append((loop, items[:-1]))
             loop = items[-1]
             continue
+        if len(items) >= 3 and isinstance(items[-2], c_ast.For) and \
+                _reseeding(items[-3], items[-1]) and \
+                all(_named_value(i) is not None for i in items[:-3]):
+            chain.append((loop, items[:-3]))
+            wraps[id(loop)] = (items[-3], items[-1])
+            loop = items[-2]
+            continue
         chain.append((loop, []))
-        return chain
+        return chain, wraps
+
+
+def _reseeding(seed: c_ast.Node, store: c_ast.Node) -> bool:
+    """`s = X;` (or `T s = X;`) and `X = s;` of one lvalue X."""
+    found = _named_value(seed)
+    return found is not None and isinstance(store, c_ast.Assignment) and store.op == "=" and \
+        is_var(store.rvalue, found[0]) and _GEN.visit(store.lvalue) == _GEN.visit(found[1])
+
+
+def _reseeded(wrap: tuple[c_ast.Node, c_ast.Node], inner: list, nest: c_ast.Node,
+              context: Context) -> bool:
+    """A sum seeded from X and stored back to X around the loops `inner` of the chain, each
+    time a tile of them runs, is one sum over all of them: X holds exactly the sum (the sum's
+    type is X's), the same X each time (read through no variable of `inner` and nothing that
+    has side effects), and the sum is read nowhere else (not in `inner`'s headers and
+    declarations: only in their innermost body)."""
+    from kernelfarer.canon_values import _expr_type
+    seed, store = wrap
+    name, where = _named_value(seed)
+    mine = ctype.resolve(seed.type, context.scope.typedefs) if isinstance(seed, c_ast.Decl) \
+        else context.scope.type_of(name)
+    theirs = _expr_type(where, context.scope)
+    if not (isinstance(mine, ctype.Scalar) and isinstance(theirs, ctype.Scalar)) or \
+            (mine.kind, mine.bits, mine.signed, mine.volatile) != \
+            (theirs.kind, theirs.bits, theirs.signed, False):
+        return False
+    if not isinstance(where, c_ast.ArrayRef) or not side_effect_free(where, frozenset()):
+        return False
+    headers = [part for loop, decls in inner for part in
+               (loop.init, loop.cond, loop.next, *decls) if part is not None]
+    counters = {loop_var(loop) for loop, _ in inner}
+    if names_in(where) & counters or any(name in names_in(x) for x in headers):
+        return False
+    declared = sum(isinstance(n, c_ast.Decl) and n.name == name for n in walk(nest))
+    return declared == (1 if isinstance(seed, c_ast.Decl) else 0)
 
 
 def _named_value(item: c_ast.Node) -> tuple[str, c_ast.Node] | None:

@@ -184,6 +184,29 @@ long tiled89(int M, int N, int K, const double *A, const double *B, double *C)
 }
 """
 
+# ... CS:APP's blocked multiply (bijk): the sum re-seeded from C around each tile of k
+TILED_BIJK = """
+#define min(a, b) ((a) < (b) ? (a) : (b))
+long bijk(int M, int N, int K, const float *a, const float *b, float *c)
+{
+    int i = 0, j = 0, k = 0, kk = 0, jj = 0, bsize = 8;
+    float sum = 0;
+    for (kk = 0; kk < K; kk += bsize) {
+        for (jj = 0; jj < N; jj += bsize) {
+            for (i = 0; i < M; i++) {
+                for (j = jj; j < min(jj + bsize, N); j++) {
+                    sum = c[i * N + j];
+                    for (k = kk; k < min(kk + bsize, K); k++)
+                        sum += a[i * K + k] * b[k * N + j];
+                    c[i * N + j] = sum;
+                }
+            }
+        }
+    }
+    return ((((long)kk * 37 + jj) * 37 + i) * 37 + j) * 37 + k;
+}
+"""
+
 # What f2c writes at the top of every reference BLAS routine: 1-based, column-major views.
 F2C_PROLOGUE = """
     integer a_dim1, a_offset, b_dim1, b_offset, c_dim1, c_offset, i__1, i__2, i__3;
@@ -580,6 +603,8 @@ FAMILIES = {
                                             "const float *, float *);", "float", _plain),
     "hand_tiled_c89": (TILED_C89, "long tiled89(int, int, int, const double *, const double *, "
                                   "double *);", "double", _plain),
+    "hand_tiled_bijk": (TILED_BIJK, "long bijk(int, int, int, const float *, const float *, "
+                                    "float *);", "float", _plain),
     "f2c_nn_zero_skip": (F2C_NN, "int sgemm_nn(int *, int *, int *, float *, float *, int *, "
                                  "float *, int *, float *, float *, int *);", "float", _f2c_nn),
     "llm_forward_collapsed": (
@@ -998,6 +1023,22 @@ void f(int n, const float *A, const float *B, float *C)
                         for (j = jj; j < MIN(jj + 8, n); j++)
                             C[i*n+j] += a * B[k*n+j];
                     }
+}""", "deeper than 3"),
+    # (a double sum stored to float C at the end of each tile of k rounds there: it is not
+    # one sum over k)
+    "a double sum re-seeded from float C around tiles of k": ("""
+#define min(a, b) ((a) < (b) ? (a) : (b))
+void f(int n, const float *A, const float *B, float *C)
+{
+    for (int kk = 0; kk < n; kk += 16)
+        for (int jj = 0; jj < n; jj += 16)
+            for (int i = 0; i < n; i++)
+                for (int j = jj; j < min(jj + 16, n); j++) {
+                    double s = C[i * n + j];
+                    for (int k = kk; k < min(kk + 16, n); k++)
+                        s += A[i * n + k] * B[k * n + j];
+                    C[i * n + j] = s;
+                }
 }""", "deeper than 3"),
     "while loop whose counter is stepped in the middle": ("""
 void f(int n, const float *A, const float *B, float *C)
