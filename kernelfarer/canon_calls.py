@@ -58,7 +58,7 @@ def _dot_shape(func: c_ast.FuncDef):
             not isinstance(items[-1], c_ast.Return) or items[-1].expr is None:
         return None
     decls, loop, ret = items[:-2], items[-2], items[-1]
-    if not all(isinstance(d, c_ast.Decl) and not d.storage and
+    if not all(isinstance(d, c_ast.Decl) and set(d.storage) <= {"register"} and
                isinstance(d.type, (c_ast.TypeDecl, c_ast.PtrDecl)) for d in decls):
         return None                          # (a static, an array: not a sum of its own)
     value = ret.expr.expr if isinstance(ret.expr, c_ast.Cast) else ret.expr
@@ -185,11 +185,16 @@ def _inline(stmt: c_ast.Node, nest: c_ast.Node, context: Context) -> list[c_ast.
             return None
         values[param.name] = bound
     body = [_substituted(x, values) for x in body]
-    if isinstance(loop, c_ast.While):         # a counter copied right before its while loop
+    # a counter copied right before its while loop, or as the initialization of a for loop
+    # without one (`for (; n > 0; --n)`)
+    if isinstance(loop, c_ast.While) or loop.init is None:
         counter = [c for c in copies if c.name in names_in(body[-1].cond) and
                    not any(c.name in names_in(x) for x in body[:-1])]
         copies = [c for c in copies if c not in counter]
-        body[-1:-1] = counter
+        if isinstance(loop, c_ast.While) or len(counter) != 1:
+            body[-1:-1] = counter
+        else:
+            body[-1].init = c_ast.DeclList(counter)
     body = copies + body
     result: c_ast.Node = c_ast.ID(renames[total.name])
     if isinstance(returned, c_ast.Cast) or not _same_type(func.decl.type.type, total.type):

@@ -816,8 +816,9 @@ def _offsets_of(main_body: list[c_ast.Node], body: list[c_ast.Node], var: str, u
     if merged is None:
         return False
     scope = context.scope
-    mine, theirs = _renamed_like([_temporaries_put_in(x, scope) for x in items_of(merged)],
-                                 [_temporaries_put_in(clone(x), scope) for x in body])
+    mine, theirs = _renamed_like(
+        items_of(_temporaries_put_in(compound(items_of(merged)), scope)),
+        items_of(_temporaries_put_in(compound([clone(x) for x in body]), scope)))
     if mine is None:
         return False
     return len(mine) == len(theirs) and all(_equivalent(a, b, context)
@@ -846,18 +847,20 @@ def _renamed_like(mine: list[c_ast.Node], theirs: list[c_ast.Node]):
 
 
 def _temporaries_put_in(node: c_ast.Node, scope: Scope) -> c_ast.Node:
-    """`node` with, in every block whose statements store no memory, the temporaries (declared
-    with a value without side effects, never assigned) put in where they are read, as values of
-    their type (`_as_declared`), and blocks of one statement (not a declaration) as that
-    statement: two spellings of one computation alike."""
-    if isinstance(node, c_ast.Compound) and node.block_items and \
-            not any(stored_arrays(x) for x in node.block_items):
+    """`node` with the temporaries of its blocks (declared with a value without side effects,
+    never assigned, reading no memory where the block stores some) put in where they are read,
+    as values of their type (`_as_declared`), elements through pointers read as elements of
+    the arrays, and blocks of one statement (not a declaration) as that statement: two
+    spellings of one computation alike."""
+    if isinstance(node, c_ast.Compound) and node.block_items:
+        stores = any(stored_arrays(x) for x in node.block_items)
         kept, values = [], {}
         for item in node.block_items:
             for name, value in values.items():
                 item = replace_ids(item, name, value)
             value = _as_declared(item, scope) if isinstance(item, c_ast.Decl) and \
                 item.init is not None and side_effect_free(item.init, frozenset()) and \
+                not (stores and read_arrays(item.init)) and \
                 not any(item.name in assigned_names(x) for x in node.block_items
                         if x is not item) else None
             if value is not None:
@@ -868,7 +871,22 @@ def _temporaries_put_in(node: c_ast.Node, scope: Scope) -> c_ast.Node:
     if isinstance(node, c_ast.Compound) and len(node.block_items or []) == 1 and \
             not isinstance(node.block_items[0], c_ast.Decl):
         node = node.block_items[0]               # ({ x; } is x)
-    return element_of_address(map_children(node, lambda c: _temporaries_put_in(c, scope)))
+    return elements_of_pointers(map_children(node, lambda c: _temporaries_put_in(c, scope)),
+                                scope, deep=False)
+
+
+def elements_of_pointers(node: c_ast.Node, scope: Scope, deep: bool = True) -> c_ast.Node:
+    """`node` with `(&X[a])[b]` and `(X + a)[b]` read as `X[a + b]` (X an array or pointer;
+    the node alone unless `deep`)."""
+    if deep:
+        node = map_children(node, lambda n: elements_of_pointers(n, scope))
+    node = element_of_address(node)
+    if isinstance(node, c_ast.ArrayRef) and isinstance(node.name, c_ast.BinaryOp):
+        parts = pointer_parts(node.name, scope)
+        if parts is not None:
+            base, offsets = parts
+            return c_ast.ArrayRef(base, sum_of(offsets + [(1, node.subscript)]), coord=node.coord)
+    return node
 
 
 def _as_declared(decl: c_ast.Decl, scope: Scope) -> c_ast.Node | None:

@@ -26,7 +26,7 @@ from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
 from kernelfarer.canon_base import (
-    Canonical, Context, added_to, assigned_names, clone, compound, const_int, element_of_address,
+    Canonical, Context, added_to, assigned_names, clone, compound, const_int,
     init_var, is_var, items_of, loop_var, map_children, names_in, nest_loops, perfect_chain,
     replace_ids, side_effect_free, step_of, sum_of, terms_of, walk, with_declarations)
 
@@ -347,13 +347,26 @@ def _scalar_tile(items: list[c_ast.Node], at: int, nest: c_ast.For, context: Con
     if len(decls) < 2 or len(set(names)) != len(names) or len(
             {_GEN.visit(d.type) for d in decls}) != 1:
         return None
-    end = at + len(decls) + 1 + len(decls)
-    if end > len(items) or not isinstance(items[at + len(decls)], c_ast.For):
+    if at + len(decls) >= len(items) or not isinstance(items[at + len(decls)], c_ast.For):
         return None
-    summing, stores = items[at + len(decls)], items[at + len(decls) + 1:end]
+    summing = items[at + len(decls)]
+    # pointers declared for the stores (`float *c = C + i*N + j; c[0] = c0; ...`), then those
+    after = at + len(decls) + 1
+    pointers = []
+    while after + len(pointers) < len(items) and \
+            _pure_pointer_decl(items[after + len(pointers)], context):
+        pointers.append(items[after + len(pointers)])
+    end = after + len(pointers) + len(decls)
+    stores = items[after + len(pointers):end]
+    if end > len(items) or any(set(names) & names_in(p.init) for p in pointers) or \
+            any(p.name in names_in(x) for p in pointers for x in items[end:]):
+        return None
     if any(set(names) & names_in(x) for x in items[:at] + items[end:]) or \
             any(set(names) & names_in(d.init) for d in decls):
         return None
+    pointer_values: dict[str, c_ast.Node] = {}
+    for p in pointers:
+        pointer_values[p.name] = _put_in(p.init, pointer_values, context)
     parts = _tile_updates(summing, names, context)
     if parts is None:
         return None
@@ -374,7 +387,7 @@ def _scalar_tile(items: list[c_ast.Node], at: int, nest: c_ast.For, context: Con
         if var in header or any(var in assigned_names(x) for x in block):
             continue
         rows = _tile_rows(names, var, context, lambda s: inlined[s], lambda s: decls[
-            names.index(s)].init, lambda s: store_of[s])
+            names.index(s)].init, lambda s: _put_in(store_of[s], pointer_values, context))
         if rows is None:
             continue
         offset = _fresh(f"{var}_t", [nest])
@@ -386,6 +399,8 @@ def _scalar_tile(items: list[c_ast.Node], at: int, nest: c_ast.For, context: Con
                                             for b in bases]
         body.append(c_ast.For(clone(summing.init), clone(summing.cond), clone(summing.next),
                               compound(k_items, summing.stmt), coord=summing.coord))
+        body += [replace_ids(clone(p), var, shifted) for p in _needed(pointers, [
+            store_of[b] for b in bases])]
         body += [replace_ids(clone(store_of[b]), var, shifted) for b in bases]
         q_decl = c_ast.Decl(offset, [], [], [], [], c_ast.TypeDecl(
             offset, [], None, c_ast.IdentifierType(["int"])), c_ast.Constant("int", "0"), None)
@@ -421,16 +436,13 @@ def _tile_updates(loop: c_ast.For, names: list[str], context: Context):
     temps, updates, inlined = [], {}, {}
     values: dict[str, c_ast.Node] = {}
     for item in items_of(loop.stmt):
-        if isinstance(item, c_ast.Decl) and isinstance(item.type, c_ast.PtrDecl) and \
-                not item.storage and item.init is not None and \
-                side_effect_free(item.init, context.functions) or \
-                _pure_scalar_decl(item, names[0], context):
+        if _pure_pointer_decl(item, context) or _pure_scalar_decl(item, names[0], context):
             if set(names) & names_in(item.init):
                 return None
             if item.name in values or item.name in names:
                 return None
             temps.append(item)
-            values[item.name] = _put_in(item.init, values)
+            values[item.name] = _put_in(item.init, values, context)
             continue
         for name in names:
             value = added_to(item, lambda n: is_var(n, name))
@@ -441,7 +453,7 @@ def _tile_updates(loop: c_ast.For, names: list[str], context: Context):
         if name in updates or set(names) & names_in(value) or \
                 not side_effect_free(value, context.functions):
             return None
-        updates[name], inlined[name] = item, _put_in(value, values)
+        updates[name], inlined[name] = item, _put_in(value, values, context)
     temp_names = {t.name for t in temps}
     stored = set().union(*(assigned_names(u) for u in updates.values()))
     if len(updates) != len(names) or stored & temp_names or \
@@ -451,16 +463,21 @@ def _tile_updates(loop: c_ast.For, names: list[str], context: Context):
     return temps, updates, inlined
 
 
-def _put_in(node: c_ast.Node, values: dict[str, c_ast.Node]) -> c_ast.Node:
-    """`node` with the temporaries' values put in, `(&X[a])[b]` read as `X[a + b]`."""
+def _pure_pointer_decl(node: c_ast.Node, context: Context) -> bool:
+    """`T *p = <expression without side effects>;`"""
+    return isinstance(node, c_ast.Decl) and isinstance(node.type, c_ast.PtrDecl) and \
+        not node.storage and node.init is not None and \
+        side_effect_free(node.init, context.functions)
+
+
+def _put_in(node: c_ast.Node, values: dict[str, c_ast.Node], context: Context) -> c_ast.Node:
+    """`node` with the temporaries' values put in, `(&X[a])[b]` and `(X + a)[b]` read as
+    `X[a + b]`."""
     node = clone(node)
     for name, value in values.items():
         node = replace_ids(node, name, value)
-    return _element_of_address(node)
-
-
-def _element_of_address(node: c_ast.Node) -> c_ast.Node:
-    return element_of_address(map_children(node, _element_of_address))
+    from kernelfarer.canon_loops import elements_of_pointers
+    return elements_of_pointers(node, context.scope)
 
 
 def _tile_rows(names: list[str], var: str, context: Context, *parts) -> list[list[str]] | None:

@@ -610,6 +610,49 @@ void qgemm_scalar_tile(int M, int N, int K, const int8_t *A, const int8_t *B, in
 }
 """
 
+# ... eight columns, rows of B and C through pointers, C += the tile
+SCALAR_TILE_POINTERS = """
+void sgemm_tile_pointers(int M, int N, int K, const float *A, const float *B, float *C) {
+  for (int i = 0; i < M; i++) {
+    int j = 0;
+    for (; j + 7 < N; j += 8) {
+      float r0 = 0, r1 = 0, r2 = 0, r3 = 0, r4 = 0, r5 = 0, r6 = 0, r7 = 0;
+      for (int k = 0; k < K; k++) {
+        const float a = A[i * K + k];
+        const float *b = B + k * N + j;
+        r0 += a * b[0]; r1 += a * b[1]; r2 += a * b[2]; r3 += a * b[3];
+        r4 += a * b[4]; r5 += a * b[5]; r6 += a * b[6]; r7 += a * b[7];
+      }
+      float *c = C + i * N + j;
+      c[0] += r0; c[1] += r1; c[2] += r2; c[3] += r3;
+      c[4] += r4; c[5] += r5; c[6] += r6; c[7] += r7;
+    }
+    for (; j < N; j++) {
+      float r = 0;
+      for (int k = 0; k < K; k++)
+        r += A[i * K + k] * B[k * N + j];
+      C[i * N + j] += r;
+    }
+  }
+}
+"""
+
+# a dot helper counting its parameter down in a for loop without an initialization
+DOT_FOR_DOWN = """
+#include <stdint.h>
+static int32_t dot_i8(const int8_t *a, const int8_t *b, int n) {
+  int32_t s = 0;
+  for (; n > 0; --n)
+    s += (int32_t)(*a++) * (int32_t)(*b++);
+  return s;
+}
+void qgemm_dot_down(int M, int N, int K, const int8_t *A, const int8_t *Bt, int32_t *C) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++)
+      C[i * N + j] += dot_i8(A + i * K, Bt + j * K, K);
+}
+"""
+
 # C89 blocks in a loop body, a macro's do { ... } while (0) as the k loop's body
 BLOCKS = """
 #define MAC(acc, x, y) do { (acc) += (x) * (y); } while (0)
@@ -795,6 +838,14 @@ CASES = {
                                            "const int8_t *, const int8_t *, int *);", "int",
                          lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
                                           ("I8*", k, n), ("T*", m, n)]),
+    "scalar_tile_pointers": (SCALAR_TILE_POINTERS, "void sgemm_tile_pointers(int, int, int, "
+                                                   "const float *, const float *, float *);",
+                             "float", lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k),
+                                                       ("T*", k, n), ("T*", m, n)]),
+    "dot_for_down": (DOT_FOR_DOWN, "void qgemm_dot_down(int, int, int, const int8_t *, "
+                                   "const int8_t *, int *);", "int",
+                     lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k), ("I8*", n, k),
+                                      ("T*", m, n)]),
     "blocks": (BLOCKS, "void sgemm_blocks(int, int, int, const float *, const float *, "
                        "float *);", "float",
                lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
