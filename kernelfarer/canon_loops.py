@@ -848,7 +848,8 @@ def _renamed_like(mine: list[c_ast.Node], theirs: list[c_ast.Node]):
 
 def _temporaries_put_in(node: c_ast.Node, scope: Scope) -> c_ast.Node:
     """`node` with the temporaries of its blocks (declared with a value without side effects,
-    never assigned, reading no memory where the block stores some) put in where they are read,
+    neither they nor what they read assigned in the block, reading no memory where the block
+    stores some) put in where they are read,
     as values of their type (`_as_declared`), elements through pointers read as elements of
     the arrays, and blocks of one statement (not a declaration) as that statement: two
     spellings of one computation alike."""
@@ -861,8 +862,8 @@ def _temporaries_put_in(node: c_ast.Node, scope: Scope) -> c_ast.Node:
             value = _as_declared(item, scope) if isinstance(item, c_ast.Decl) and \
                 item.init is not None and side_effect_free(item.init, frozenset()) and \
                 not (stores and read_arrays(item.init)) and \
-                not any(item.name in assigned_names(x) for x in node.block_items
-                        if x is not item) else None
+                not any(({item.name} | names_in(item.init)) & assigned_names(x)
+                        for x in node.block_items if x is not item) else None
             if value is not None:
                 values[item.name] = value
                 continue

@@ -148,14 +148,20 @@ def deepest_loop_nest(text: bytes) -> int:
     """How many loops nest at the deepest point of `text` (an over-estimate, see above); a large
     number when the text cannot be followed.  A nest that calls a function of the file with a
     loop of products in it (a dot-product helper, which the canonical form inlines) counts one
-    deeper."""
+    deeper (looked for only where that could reach MIN_DEPTH: a file of shallow loops is not
+    searched for helpers)."""
     code = _blank(text)
     nests = loop_nests(code)
     if nests is None:
         return _CANNOT_FOLLOW
+    best = max((deepest for _, _, deepest in nests), default=0)
+    around = [(start, end, deepest) for start, end, deepest in nests
+              if deepest + 1 > best and deepest + 1 >= MIN_DEPTH]
+    if not around:
+        return best
     helpers = _loop_helpers(code)
-    return max((deepest + (1 if _calls(code[start:end], helpers) else 0)
-                for start, end, deepest in nests), default=0)
+    return max([best] + [deepest + 1 for start, end, deepest in around
+                         if _calls(code[start:end], helpers)])
 
 
 def _function_bodies(code: bytes) -> list[tuple[bytes, int, int]] | None:

@@ -42,7 +42,7 @@ def _index(name: str, row: str, col: str, major: str, ld: str, shape: str, flat:
 
 
 FAMILIES = ("hoist", "pointer", "down", "not-equal", "while", "label", "unroll", "zero-skip",
-            "mult-temp", "names", "id-call", "count-down", "memset")
+            "mult-temp", "names", "id-call", "count-down", "memset", "scalar-tile", "hand-tile")
 NEAR_MISSES = ("triangular", "inplace", "matvec", "call", "minplus", "indirect", "two-stores",
                "shifted-read", "guard", "idx-redef", "bad-remainder", "helper")
 
@@ -76,6 +76,13 @@ def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case
         family.discard("count-down")
     if form != "zero-init" or not flat or majors["C"] != "r" or order[0] != "i":
         family.discard("memset")         # (C's rows cleared before the j loop)
+    if form not in ("accumulate", "alpha", "minus") or family & {"hoist", "zero-skip"}:
+        family.discard("hand-tile")      # (the three loops tiled by hand, min bounds)
+    if "hand-tile" in family:
+        family -= {"while", "label"}     # (its own outermost loop)
+    if form not in ("acc-temp", "alpha-beta-temp") or order[1] != "j" or \
+            family & {"unroll", "mult-temp", "count-down"}:
+        family.discard("scalar-tile")    # (j tiled in scalars, with its remainder loop)
 
     lds = {"A": "lda", "B": "ldb", "C": "ldc"}
     decl = {}
@@ -102,13 +109,14 @@ def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case
         if form not in ("acc-temp", "alpha-beta-temp"):
             options = [o for o in options if o not in ("idx-redef", "bad-remainder", "helper")]
         miss = rng.choice(options)
-        family -= {"zero-skip", "unroll", "mult-temp", "count-down", "memset"}
+        family -= {"zero-skip", "unroll", "mult-temp", "count-down", "memset", "scalar-tile",
+                   "hand-tile"}
     kind = (f"{dtype} {order} {'flat' if flat else '2d'} A{majors['A']} B{majors['B']} "
             f"C{majors['C']} {form}" + "".join(f" +{f}" for f in sorted(family))
             + (f" near-miss:{miss}" if miss else ""))
     styles = {v: "up" for v in "ijk"}
     for v in "ijk":
-        if v == "j" and "memset" in family:
+        if v == "j" and family & {"memset", "scalar-tile"} or "hand-tile" in family:
             continue                     # (the zeroing loop takes the j loop's own header)
         if "down" in family and rng.random() < 0.5:
             styles[v] = "down"
@@ -180,7 +188,24 @@ def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case
         else:
             middle_body = inner
         nest = f"        {header(middle_var)}\n{middle_body}"
-        lines.append(outermost(order[0], nest))
+        if "hand-tile" in family:        # tiles of each loop outside, in another order
+            size = {v: rng.choice((2, 3, 4, 8)) for v in "ijk"}
+
+            def point(v: str) -> str:
+                hi, t = bounds[v], f"{v}{v}"
+                bound = rng.choice((f"kf_gen_min({t} + {size[v]}, {hi})",
+                                    f"({t} + {size[v]} < {hi} ? {t} + {size[v]} : {hi})"))
+                cond = rng.choice((f"{v} < {bound}", f"{v} < {t} + {size[v]} && {v} < {hi}"))
+                return f"for (int {v} = {t}; {cond}; {v}++)"
+            tiles = rng.sample("ijk", 3)
+            text = "".join(f"        for (int {v}{v} = 0; {v}{v} < {bounds[v]}; {v}{v} += "
+                           f"{size[v]})\n" for v in tiles[1:])
+            text += "".join(f"        {point(v)}\n" for v in order)
+            nest = text + f"            {stmt}\n"
+            lines.append(f"    for (int {tiles[0] * 2} = 0; {tiles[0] * 2} < {bounds[tiles[0]]}; "
+                         f"{tiles[0] * 2} += {size[tiles[0]]})\n{nest}")
+        else:
+            lines.append(outermost(order[0], nest))
     else:
         outer1, outer2 = order[0], order[1]
         pre, post = [], []
@@ -237,6 +262,19 @@ def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case
             body += f"            {header('k')}\n                {inner}\n"
         body += "".join(f"            {s}\n" for s in post)
         nest = f"        {header(outer2)} {{\n{body}        }}\n"
+        if "scalar-tile" in family:      # j by T in scalars acc0..acc{T-1}, then the rest
+            tile = rng.choice((2, 4))
+            sums = [f"acc{t}" for t in range(tile)]
+            k_loop = "".join(f"                {s} += {_shift(product, 'j', t)};\n"
+                             for t, s in enumerate(sums))
+            stores = "".join(f"            {_shift(post[0], 'j', t).replace('acc', s)}\n"
+                             for t, s in enumerate(sums))
+            nest = (f"        {{\n        int j = 0;\n"
+                    f"        for (; j + {tile - 1} < {bounds['j']}; j += {tile}) {{\n"
+                    f"            {dtype} {', '.join(f'{s} = 0' for s in sums)};\n"
+                    f"            {header('k')} {{\n{k_loop}            }}\n{stores}"
+                    f"        }}\n        for (; j < {bounds['j']}; j++) {{\n{body}"
+                    f"        }}\n        }}\n")
         if "memset" in family:
             row = _index("C", "i", "0", "r", "ldc", shapes["C"], True)
             nest = (f"        {{\n        memset(&{row}, 0, sizeof({dtype}) * {bounds['j']});\n"
@@ -253,13 +291,18 @@ def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case
 
 def _shift_k(product: str, r: int) -> str:
     """The product with k replaced by k + r (every k that is the loop variable)."""
+    return _shift(product, "k", r)
+
+
+def _shift(text: str, var: str, r: int) -> str:
+    """`text` with the one-letter loop variable `var` replaced by (var + r)."""
     if r == 0:
-        return product
-    out, n = [], len(product)
-    for pos, ch in enumerate(product):
-        word_before = pos > 0 and (product[pos - 1].isalnum() or product[pos - 1] == "_")
-        word_after = pos + 1 < n and (product[pos + 1].isalnum() or product[pos + 1] == "_")
-        out.append(f"(k + {r})" if ch == "k" and not word_before and not word_after else ch)
+        return text
+    out, n = [], len(text)
+    for pos, ch in enumerate(text):
+        word_before = pos > 0 and (text[pos - 1].isalnum() or text[pos - 1] == "_")
+        word_after = pos + 1 < n and (text[pos + 1].isalnum() or text[pos + 1] == "_")
+        out.append(f"({var} + {r})" if ch == var and not word_before and not word_after else ch)
     return "".join(out)
 
 
@@ -274,6 +317,7 @@ float kf_gen_glob_float[4];
 double kf_gen_glob_double[4];
 static float kf_gen_peek_float(float x) { return x + kf_gen_glob_float[0]; }
 static double kf_gen_peek_double(double x) { return x + kf_gen_glob_double[0]; }
+static int kf_gen_min(int a, int b) { return a < b ? a : b; }
 """
 
 
