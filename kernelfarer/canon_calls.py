@@ -231,22 +231,12 @@ def _argument(param: c_ast.Decl, arg: c_ast.Node, context: Context):
     """What the parameter's reads become: for a pointer, (its array, the offset terms) of an
     argument `X`, `X + off` or `&X[off]` of the same element type; for a value, the argument,
     converted to the parameter's type where its own type differs.  None: not inlined."""
-    from kernelfarer.canon_loops import _pointer_type, pointer_parts
+    from kernelfarer.canon_loops import pointer_of
     from kernelfarer.canon_values import _expr_type
     scope = context.scope
     want = ctype.resolve(param.type, scope.typedefs)
     if isinstance(want, (ctype.Pointer, ctype.Array)):
-        parts = pointer_parts(arg, scope)
-        if parts is None:
-            return None
-        base, offsets = parts
-        have = _pointer_type(base, scope)
-        mine, theirs = ctype.element(want), ctype.element(have) if have is not None else None
-        if not (isinstance(mine, ctype.Scalar) and isinstance(theirs, ctype.Scalar)) or \
-                (mine.kind, mine.bits, mine.signed, mine.spelling) != \
-                (theirs.kind, theirs.bits, theirs.signed, theirs.spelling):
-            return None
-        return base, offsets
+        return pointer_of(want, arg, scope)
     if not isinstance(want, ctype.Scalar):
         return None
     have = _expr_type(arg, scope)

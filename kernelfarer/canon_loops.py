@@ -403,6 +403,20 @@ def strip_labels(node: c_ast.Node, context: Context) -> c_ast.Node:
     return node
 
 
+def pointer_of(want, pointer: c_ast.Node, scope: Scope):
+    """`pointer_parts` of `pointer` when it points to elements of the scalar type that the
+    pointer or array type `want` has elements of (plain `char` apart from the signed ones);
+    else None."""
+    parts = pointer_parts(pointer, scope)
+    have = _pointer_type(parts[0], scope) if parts is not None else None
+    mine, theirs = ctype.element(want), ctype.element(have) if have is not None else None
+    if not (isinstance(mine, ctype.Scalar) and isinstance(theirs, ctype.Scalar)) or \
+            (mine.kind, mine.bits, mine.signed, mine.spelling) != \
+            (theirs.kind, theirs.bits, theirs.signed, theirs.spelling):
+        return None
+    return parts
+
+
 def _pointer_type(node: c_ast.Node, scope: Scope):
     """The pointer or array type of an expression, when it has one we can tell."""
     if isinstance(node, c_ast.ArrayRef):
@@ -898,13 +912,7 @@ def _as_declared(decl: c_ast.Decl, scope: Scope) -> c_ast.Node | None:
     from kernelfarer.canon_values import _expr_type
     want = ctype.resolve(decl.type, scope.typedefs)
     if isinstance(decl.type, c_ast.PtrDecl):
-        parts = pointer_parts(decl.init, scope)
-        have = _pointer_type(parts[0], scope) if parts is not None else None
-        mine, theirs = ctype.element(want), ctype.element(have) if have is not None else None
-        if isinstance(mine, ctype.Scalar) and isinstance(theirs, ctype.Scalar) and \
-                (mine.kind, mine.bits, mine.signed) == (theirs.kind, theirs.bits, theirs.signed):
-            return decl.init
-        return None
+        return decl.init if pointer_of(want, decl.init, scope) is not None else None
     if not isinstance(decl.type, c_ast.TypeDecl) or not isinstance(want, ctype.Scalar) or \
             isinstance(decl.init, c_ast.InitList):
         return None
