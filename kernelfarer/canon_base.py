@@ -54,6 +54,8 @@ class Context:
     min_functions: frozenset[str] = frozenset()  # file functions that return the smaller argument
     dot_functions: Mapping[str, c_ast.FuncDef] = field(default_factory=dict)  # ... that return
                                                    # a sum of products over a loop (canon_calls)
+    accessors: Mapping[str, c_ast.FuncDef] = field(default_factory=dict)  # ... that read or
+                                                   # store an element (getters and setters)
 
 
 def with_declarations(context: Context, *nodes: c_ast.Node | None) -> Context:
@@ -189,6 +191,17 @@ def clone(value, memo: dict | None = None):
     if isinstance(value, (str, int, float, bool, type(None), Coord)):
         return value
     return copy.deepcopy(value, memo)
+
+
+def type_name(declared: c_ast.Node) -> c_ast.Typename:
+    """The type of a declarator (`float x`, a function's `float f`) as a type name for a cast,
+    `(float)`: a copy without the declared name."""
+    unnamed = clone(declared)
+    inner = unnamed
+    while not isinstance(inner, c_ast.TypeDecl):
+        inner = inner.type
+    inner.declname = None
+    return c_ast.Typename(None, [], None, unnamed)
 
 
 def map_children(node: c_ast.Node, change) -> c_ast.Node:

@@ -30,7 +30,7 @@ from pycparser import c_ast, c_generator
 from kernelfarer import ctype
 from kernelfarer.canon_base import (
     Canonical, Context, added_to, assigned_names, clone, compound, is_var, items_of, map_children,
-    names_in, nest_loops, side_effect_free, sum_of, walk)
+    names_in, nest_loops, side_effect_free, sum_of, type_name, walk)
 
 _GEN = c_generator.CGenerator()
 
@@ -198,7 +198,7 @@ def _inline(stmt: c_ast.Node, nest: c_ast.Node, context: Context) -> list[c_ast.
     body = copies + body
     result: c_ast.Node = c_ast.ID(renames[total.name])
     if isinstance(returned, c_ast.Cast) or not _same_type(func.decl.type.type, total.type):
-        result = c_ast.Cast(c_ast.Typename(None, [], None, clone(func.decl.type.type)), result)
+        result = c_ast.Cast(type_name(func.decl.type.type), result)
     rest = _replaced(clone(stmt), call, result, stmt)
     return [*body, rest]
 
@@ -243,7 +243,7 @@ def _argument(param: c_ast.Decl, arg: c_ast.Node, context: Context):
     if isinstance(have, ctype.Scalar) and (have.kind, have.bits, have.signed) == \
             (want.kind, want.bits, want.signed):
         return arg
-    return c_ast.Cast(c_ast.Typename(None, [], None, clone(param.type)), arg)
+    return c_ast.Cast(type_name(param.type), arg)
 
 
 def _renamed(node: c_ast.Node, renames: dict[str, str]) -> c_ast.Node:
@@ -268,6 +268,9 @@ def _substituted(node: c_ast.Node, values: dict) -> c_ast.Node:
         index = _substituted(node.subscript, values)
         terms = [(s, clone(t)) for s, t in offsets] + [(1, index)]
         return c_ast.ArrayRef(clone(base), sum_of(terms), coord=node.coord)
+    if isinstance(node, c_ast.StructRef):          # x.name: a member, not a parameter
+        node.name = _substituted(node.name, values)
+        return node
     if isinstance(node, c_ast.ID) and node.name in values:
         value = values[node.name]
         if isinstance(value, tuple):
@@ -290,3 +293,219 @@ def _replaced(node: c_ast.Node, old: c_ast.Node, new: c_ast.Node, original: c_as
 def _same_type(a: c_ast.Node, b: c_ast.Node) -> bool:
     return _GEN.visit(c_ast.Typename(None, [], None, a)) == \
         _GEN.visit(c_ast.Typename(None, [], None, b))
+
+
+# -- element accessors ------------------------------------------------------------------------------
+#
+#     static float mget(const mat *m, int r, int c) { return m->data[r * m->cols + c]; }
+#     static void mset(mat *m, int r, int c, float v) { m->data[r * m->cols + c] = v; }
+#     ...
+#             s += mget(a, i, k) * mget(b, k, j);
+#         mset(c, i, j, s);
+#
+# A call of a getter (one `return <expression>;`) or, as a statement, of a setter (one
+# `<element> = <expression>;`, or `+=`, `-=`) reading nothing but its parameters, without side
+# effects, is the expression (the statement) with each parameter replaced by its argument: the
+# call copies the arguments, and the body neither assigns its parameters nor calls anything, so
+# where no store comes between the reads, a side-effect-free argument read in place of its
+# parameter reads what the call would have passed.  Conversions stay: an argument of another type
+# is cast to the parameter's, a getter's value converted to what it returns.
+
+_ACCESSOR_OPS = frozenset(["+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^"])
+
+
+def accessor_functions(ast: c_ast.FileAST, skip=frozenset()) -> dict[str, c_ast.FuncDef]:
+    """The file's getters and setters (`_accessor_shape`), but those named in `skip`; a getter
+    may call getters found before it (`return p[idx(r, c, ld)];`)."""
+    defs = [ext for ext in ast.ext if isinstance(ext, c_ast.FuncDef)
+            and ext.decl.name not in skip]
+    found: dict[str, c_ast.FuncDef] = {}
+    while True:
+        getters = frozenset(name for name, func in found.items()
+                            if not isinstance(_accessor_shape(func), c_ast.Assignment))
+        more = {func.decl.name: func for func in defs if func.decl.name not in found
+                and _accessor_shape(func, getters) is not None}
+        if not more:
+            return found
+        found.update(more)
+
+
+def _accessor_shape(func: c_ast.FuncDef, getters=None) -> c_ast.Node | None:
+    """The expression a getter returns, or the assignment a setter makes; None for another
+    function.  Parameters are named scalars, structs or pointers (no `...`), the body reads only
+    them, through arithmetic, subscripts, `*`, members, casts and calls of `getters` (None: of
+    any function, the shape of a function already found to be an accessor)."""
+    params = getattr(func.decl.type.args, "params", None) or []
+    if not params or not all(isinstance(p, c_ast.Decl) and p.name and isinstance(
+            p.type, (c_ast.TypeDecl, c_ast.PtrDecl, c_ast.ArrayDecl)) for p in params):
+        return None
+    if func.param_decls:                                   # (K&R: types declared apart)
+        return None
+    items = func.body.block_items or []
+    if len(items) != 1:
+        return None
+    item, returns = items[0], func.decl.type.type
+    if isinstance(item, c_ast.Return) and item.expr is not None and \
+            isinstance(returns, c_ast.TypeDecl) and not _is_void(returns):
+        shape, values = item.expr, [item.expr]
+    elif isinstance(item, c_ast.Assignment) and item.op in ("=", "+=", "-=") and \
+            _is_void(returns) and isinstance(item.lvalue, (c_ast.ArrayRef, c_ast.StructRef,
+                                                           c_ast.UnaryOp)):
+        if isinstance(item.lvalue, c_ast.UnaryOp) and item.lvalue.op != "*":
+            return None
+        shape, values = item, [item.lvalue, item.rvalue]
+    else:
+        return None
+    names = {p.name for p in params}
+    if getters is not None and not all(_accessor_expression(v, names, getters) for v in values):
+        return None
+    return shape
+
+
+def _accessor_expression(node: c_ast.Node, names: set[str], getters: frozenset[str]) -> bool:
+    def ok(n: c_ast.Node) -> bool:
+        if isinstance(n, c_ast.ID):
+            return n.name in names
+        if isinstance(n, c_ast.Constant):
+            return True
+        if isinstance(n, c_ast.StructRef):
+            return ok(n.name)
+        if isinstance(n, c_ast.ArrayRef):
+            return ok(n.name) and ok(n.subscript)
+        if isinstance(n, c_ast.UnaryOp):
+            return n.op in ("*", "-", "+") and ok(n.expr)
+        if isinstance(n, c_ast.BinaryOp):
+            return n.op in _ACCESSOR_OPS and ok(n.left) and ok(n.right)
+        if isinstance(n, c_ast.Cast):
+            return ok(n.expr)
+        if isinstance(n, c_ast.FuncCall):
+            return isinstance(n.name, c_ast.ID) and n.name.name in getters and \
+                all(ok(a) for a in (n.args.exprs if n.args is not None else []))
+        return False
+    return ok(node)
+
+
+def _is_void(t: c_ast.Node) -> bool:
+    return isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.IdentifierType) and \
+        t.type.names == ["void"]
+
+
+def inline_accessor_calls(node: c_ast.Node, canon: Canonical, context: Context) -> c_ast.Node:
+    """The nest with each call of a getter of the file (anywhere: bounds, indices, values) and
+    each statement that is a call of a setter (in a loop body) inlined, where every argument is
+    free of side effects and of a type the parameter takes as it is or by a conversion."""
+    if not context.accessors:
+        return node
+    inlined: list[str] = []
+
+    def visit(n: c_ast.Node) -> c_ast.Node:
+        n = map_children(n, visit)
+        if isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID) and \
+                n.name.name in context.accessors:
+            func = context.accessors[n.name.name]
+            if isinstance(_accessor_shape(func), c_ast.Assignment):
+                return n                             # (a setter: only as a statement, below)
+            body = _accessor_body(func, n, context)
+            if body is not None:
+                inlined.append(func.decl.name)
+                return body
+        if isinstance(n, c_ast.Compound):
+            n.block_items = [_setter_statement(item, context, inlined)
+                             for item in n.block_items or []]
+        elif isinstance(n, (c_ast.For, c_ast.While, c_ast.DoWhile)):
+            n.stmt = _setter_statement(n.stmt, context, inlined)
+        return n
+
+    for _ in range(4):                   # a call in an argument of another: inlined the next time
+        before = len(inlined)
+        node = visit(node)
+        if len(inlined) == before:
+            break
+    for name in dict.fromkeys(inlined):
+        canon.steps.append(f"the calls of '{name}' inlined (an element accessor)")
+    return node
+
+
+def _setter_statement(item: c_ast.Node, context: Context, inlined: list[str]) -> c_ast.Node:
+    if isinstance(item, c_ast.FuncCall) and isinstance(item.name, c_ast.ID) and \
+            item.name.name in context.accessors:
+        func = context.accessors[item.name.name]
+        if isinstance(_accessor_shape(func), c_ast.Assignment):
+            body = _accessor_body(func, item, context)
+            if body is not None:
+                inlined.append(func.decl.name)
+                return body
+    return item
+
+
+def _accessor_body(func: c_ast.FuncDef, call: c_ast.FuncCall, context: Context):
+    """The getter's expression or the setter's assignment for `call`, or None (also where the
+    name means something of the nest's function there: a local function pointer)."""
+    from kernelfarer.canon_values import _expr_type
+    decl = context.scope.lookup(func.decl.name)
+    if decl is not None and not context.scope.is_global(decl):
+        return None
+    params = func.decl.type.args.params
+    args = call.args.exprs if call.args is not None else []
+    if len(args) != len(params) or not all(side_effect_free(a, context.functions) for a in args):
+        return None
+    values = {}
+    for param, arg in zip(params, args):
+        bound = _whole_argument(param, arg, context)
+        if bound is None:
+            bound = _argument(param, arg, context)
+        if bound is None:
+            return None
+        values[param.name] = bound
+    body = _address_folded(_substituted(clone(_accessor_shape(func)), values))
+    if isinstance(body, c_ast.Assignment):
+        body.coord = call.coord
+        return body
+    want = ctype.resolve(func.decl.type.type, context.scope.typedefs)
+    have = _expr_type(body, context.scope)
+    if not (isinstance(want, ctype.Scalar) and isinstance(have, ctype.Scalar)
+            and (want.kind, want.bits, want.signed, want.spelling) ==
+            (have.kind, have.bits, have.signed, have.spelling)):
+        body = c_ast.Cast(type_name(func.decl.type.type), body, coord=call.coord)
+    return body
+
+
+def _whole_argument(param: c_ast.Decl, arg: c_ast.Node, context: Context):
+    """The argument itself where the parameter is a struct or a pointer to anything but a
+    scalar (a struct, a row pointer) and the argument has that very type; else None."""
+    scope = context.scope
+    want = ctype.resolve(param.type, scope.typedefs)
+    if isinstance(arg, c_ast.UnaryOp) and arg.op == "&":
+        of = scope.type_of_expr(arg.expr)
+        have = ctype.Pointer(of) if of is not None else None
+    else:
+        have = scope.type_of_expr(arg)
+    inner = want
+    while isinstance(inner, (ctype.Pointer, ctype.Array)):
+        inner = ctype.element(inner)
+    if isinstance(inner, ctype.Scalar) and not isinstance(ctype.element(want), ctype.Pointer):
+        return None                          # (elements: _argument, which steps an offset)
+    if isinstance(want, ctype.Array):
+        want = ctype.Pointer(want.of)
+    if isinstance(have, ctype.Array):
+        have = ctype.Pointer(have.of)
+    if have is None or ctype.is_volatile(want) or ctype.is_volatile(have) or \
+            _unrestricted(want) != _unrestricted(have):
+        return None
+    return clone(arg)
+
+
+def _unrestricted(t):
+    return ctype.Pointer(_unrestricted(t.to)) if isinstance(t, ctype.Pointer) else t
+
+
+def _address_folded(node: c_ast.Node) -> c_ast.Node:
+    """`(&x)->f` as `x.f`, `*&x` as `x` (a struct argument `&a` in place of a pointer)."""
+    node = map_children(node, _address_folded)
+    if isinstance(node, c_ast.StructRef) and node.type == "->" and \
+            isinstance(node.name, c_ast.UnaryOp) and node.name.op == "&":
+        return c_ast.StructRef(node.name.expr, ".", node.field, coord=node.coord)
+    if isinstance(node, c_ast.UnaryOp) and node.op == "*" and \
+            isinstance(node.expr, c_ast.UnaryOp) and node.expr.op == "&":
+        return node.expr.expr
+    return node

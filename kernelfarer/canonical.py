@@ -5,9 +5,12 @@ loops stepping by +1, array subscripts, the product summed in one statement.  Ea
 small transform that keeps what the nest computes, applied to a copy of the nest (the user's AST
 is never changed, and the fallback path runs the user's own text anyway):
 
-- a dot-product helper of the file called per element is inlined (canon_calls.py);
+- element accessors of the file (`mget(m, i, k)`, `mset(c, i, j, s)`) are inlined, and a
+  dot-product helper of the file called per element (canon_calls.py);
 - blocks nested in loop bodies (`{ int k; ... }`, a macro's `do { ... } while (0)`) are spliced
   into them;
+- loops bounded by a pointer they step (`while (p < end)`, `for (p = a; p != a + K; p++)`)
+  count their iterations (canon_pointers.py);
 - `while` loops with a counter (set just before, stepped last) become `for` loops, and loops
   counting down a counter their body does not read count up;
 - `memset(p, 0, n * sizeof *p)` in a loop body becomes the loop storing zeros it is;
@@ -47,7 +50,8 @@ from kernelfarer.canon_loops import (
     collapse_anywhere, count_up_fors, detile, flatten_blocks, induction_variables,
     memsets_to_loops, normalize_loops, pointer_subscripts, reroll_blocks, strip_labels,
     walk_blocks, while_to_for, min_functions)
-from kernelfarer.canon_calls import inline_dot_calls
+from kernelfarer.canon_calls import inline_accessor_calls, inline_dot_calls
+from kernelfarer.canon_pointers import pointer_bounded_loops
 from kernelfarer.canon_sums import narrow_wide_sums
 from kernelfarer.canon_tiles import detile_offsets, untile_accumulators, untile_scalars
 from kernelfarer.canon_values import (
@@ -65,6 +69,7 @@ def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | Non
     node = clone(root)
     canon = Canonical(node=None)   # type: ignore[arg-type]
     context = with_declarations(context, node, before)
+    node = inline_accessor_calls(node, canon, context)
     if isinstance(node, c_ast.For) and inline_dot_calls(node, canon, context):
         context = with_declarations(context, node, before)   # (the helpers' locals)
     if isinstance(node, c_ast.While):
@@ -73,6 +78,7 @@ def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | Non
             return None
     if not isinstance(node, c_ast.For):
         return None
+    pointer_bounded_loops(node, canon, context)
     flatten_blocks(node, canon)
     node = walk_blocks(node, canon, context)
     count_up_fors(node, canon, context)

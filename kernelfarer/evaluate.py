@@ -14,7 +14,7 @@ from pycparser import c_ast, c_generator
 from kernelfarer import ctype
 from kernelfarer.access import Access, flatten_access
 from kernelfarer.affine import IndexConverter, NotAffine, Poly, is_deref, symbol_root, symbol_text
-from kernelfarer.canon_base import clone, map_children
+from kernelfarer.canon_base import clone, map_children, type_name
 from kernelfarer.ctype import Scalar, Scope
 from kernelfarer.nest import NotGemm
 from kernelfarer.targets import DType
@@ -451,15 +451,10 @@ def _inlined(func: c_ast.FuncDef, args: list[c_ast.Node]) -> c_ast.Node:
         raise NotGemm(f"call to '{func.decl.name}' with {len(args)} arguments")
     by_name = {p.name: (p, a) for p, a in zip(params, args)}
 
-    def typename(decl_type: c_ast.TypeDecl) -> c_ast.Typename:
-        unnamed = clone(decl_type)
-        unnamed.declname = None                    # `(float)`, not `(float x)`
-        return c_ast.Typename(None, [], None, unnamed)
-
     def substitute(node: c_ast.Node) -> c_ast.Node:
         if isinstance(node, c_ast.ID) and node.name in by_name:
             param, arg = by_name[node.name]
-            return c_ast.Cast(typename(param.type), clone(arg), coord=arg.coord)
+            return c_ast.Cast(type_name(param.type), clone(arg), coord=arg.coord)
         if isinstance(node, c_ast.StructRef):            # x.name: a member, not a parameter
             node.name = substitute(node.name)
             return node
@@ -469,7 +464,7 @@ def _inlined(func: c_ast.FuncDef, args: list[c_ast.Node]) -> c_ast.Node:
         return map_children(node, substitute)
 
     (ret,) = func.body.block_items
-    return c_ast.Cast(typename(func.decl.type.type), substitute(clone(ret.expr)), coord=ret.coord)
+    return c_ast.Cast(type_name(func.decl.type.type), substitute(clone(ret.expr)), coord=ret.coord)
 
 
 # <math.h>'s fused multiply-adds, by the sums they fit (kind and size of C's type): fmaf rounds

@@ -18,7 +18,7 @@ from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
 from kernelfarer.access import Access, flatten_access, row_stride_symbol
-from kernelfarer.affine import IndexConverter, NotAffine, Poly, symbol_text
+from kernelfarer.affine import IndexConverter, NotAffine, Poly, is_deref, symbol_root, symbol_text
 from kernelfarer.canon_base import assigned_names, computes_value, names_in, walk
 from kernelfarer.canonical import Canonical
 from kernelfarer.ctype import DOUBLE, FLOAT, Scalar, Scope
@@ -295,6 +295,11 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
                     raise NotGemm(f"the epilogue reads '{acc.array}' with a negative stride")
 
     if epi is not None:     # scalars the seed and the epilogue read: a store to C must not reach them
+        for stmt in (*nest.pre, *nest.post):
+            for node in walk(stmt):
+                if is_deref(node) and symbol_root(node) == c_access.array:
+                    raise NotGemm(f"the epilogue reads '{_GEN.visit(node)}', an element of "
+                                  f"'{c_access.array}', the result")
         guards += _memory_read_guards((*nest.pre, *nest.post), scope, facts, c_access, ranges,
                                       dtype)
     fusion, fusion_refusal = None, ""
@@ -394,6 +399,11 @@ def _find_store(nest: LoopNest, scope: Scope, conv: IndexConverter, aliases: dic
         if isinstance(stmt, c_ast.Assignment) and isinstance(stmt.lvalue, c_ast.ArrayRef):
             stores.append(flatten_access(stmt.lvalue, scope, conv, aliases))
     if not stores:
+        calls = [stmt.name for stmt in (*nest.pre, *nest.body, *nest.post)
+                 if isinstance(stmt, c_ast.FuncCall)]
+        if calls:
+            raise NotGemm(f"call to '{_GEN.visit(calls[0])}' in the loop body: the nest stores to "
+                          "no array it shows")
         raise NotGemm("the nest stores to no array")
     first = stores[0]
     for other in stores[1:]:

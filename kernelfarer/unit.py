@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pycparser import c_ast
 
 from kernelfarer.canon_base import loop_var, walk
-from kernelfarer.canon_calls import dot_functions
+from kernelfarer.canon_calls import accessor_functions, dot_functions
 from kernelfarer.canonical import Context, canonicalize, min_functions
 from kernelfarer.classify import kind_of
 from kernelfarer.ctype import Scope, file_typedefs
@@ -180,6 +180,7 @@ class _Walker:
         self.functions = pure_functions(tu.ast)  # calls an epilogue may make
         self.min_functions = min_functions(tu.ast)
         self.dot_functions = dot_functions(tu.ast)
+        self.accessors = accessor_functions(tu.ast, skip=self.functions.widenings)
 
     def function(self, func: c_ast.FuncDef, scope: Scope) -> None:
         self.func = func
@@ -247,7 +248,8 @@ class _Walker:
         rank = next(i for i, f in enumerate(siblings) if f is node)
         location = source.location(node.coord)
         context = Context(scope=scope, gotos=self.gotos, functions=self.functions,
-                          min_functions=self.min_functions, dot_functions=self.dot_functions)
+                          min_functions=self.min_functions, dot_functions=self.dot_functions,
+                          accessors=self.accessors)
         canon = None
         try:
             canon = canonicalize(node, context, before=before)

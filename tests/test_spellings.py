@@ -498,6 +498,126 @@ void qgemm_dot(int M, int N, int K, const int8_t *a, const int8_t *b, int32_t *c
 }
 """
 
+# Element accessors of the file, inlined (canon_calls.py): getters and a setter on a matrix struct
+# passed by pointer (its `cols` a member, as the bound of a loop too), on one passed by value,
+# index and element helpers of plain pointers (one nested in another's argument), an int8 getter
+# summed in int32 and a setter adding to C.
+ACCESSORS = """
+typedef struct { int rows, cols; float *data; } mat;
+static float mget(const mat *m, int r, int c) { return m->data[r * m->cols + c]; }
+static void mset(mat *m, int r, int c, float v) { m->data[r * m->cols + c] = v; }
+static int ncols(const mat *m) { return m->cols; }
+void sgemm_accessors(int M, int N, int K, const float *A, const float *B, float *C) {
+  mat a = {M, K, (float *)A}, b = {K, N, (float *)B}, c = {M, N, C};
+  for (int i = 0; i < a.rows; i++)
+    for (int j = 0; j < ncols(&b); j++) {
+      float s = 0.0f;
+      for (int k = 0; k < ncols(&a); k++)
+        s += mget(&a, i, k) * mget(&b, k, j);
+      mset(&c, i, j, s);
+    }
+}
+"""
+
+ACCESSORS_BY_VALUE = """
+typedef struct { float *data; int rows, cols; } matrix;
+static inline float at(matrix m, int r, int c) { return m.data[r * m.cols + c]; }
+static inline int idx(int r, int c, int ld) { return r * ld + c; }
+static inline double elem(const double *p, int ld, int r, int c) { return p[idx(r, c, ld)]; }
+void dgemm_by_value(int M, int N, int K, const double *A, const double *B, double *C) {
+  for (int i = 0; i < M; i++)
+    for (int k = 0; k < K; k++) {
+      const double aik = elem(A, K, i, k);
+      for (int j = 0; j < N; j++)
+        C[idx(i, j, N)] += aik * elem(B, N, k, j);
+    }
+}
+void sgemm_by_value(int M, int N, int K, const float *A, const float *B, float *C) {
+  matrix a = {(float *)A, M, K}, b = {(float *)B, K, N};
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      float s = C[i * N + j];
+      for (int k = 0; k < K; k++)
+        s += at(a, i, k) * at(b, k, j);
+      C[i * N + j] = s;
+    }
+}
+"""
+
+ACCESSORS_INT8 = """
+#include <stdint.h>
+static int8_t get8(const int8_t *p, long ld, long r, long c) { return p[r * ld + c]; }
+static void add32(int32_t *p, long ld, long r, long c, int32_t v) { p[r * ld + c] += v; }
+void qgemm_accessors(long M, long N, long K, const int8_t *a, const int8_t *b, int32_t *c) {
+  for (long i = 0; i < M; i++)
+    for (long j = 0; j < N; j++) {
+      int32_t acc = 0;
+      for (long k = 0; k < K; k++)
+        acc += get8(a, K, i, k) * get8(b, N, k, j);
+      add32(c, N, i, j, acc);
+    }
+}
+"""
+
+# Loops bounded by a pointer they step (canon_pointers.py): `while (pa < end)` with `end` set
+# from pa, `for (p = row; p != row + K; ++p)`, a for loop declaring its pointer with another
+# stepped beside it, and an int8 one bounded by `a + K` after the row pointer is set.
+POINTER_BOUNDS = """
+#include <stdint.h>
+void sgemm_end_pointer(int M, int N, int K, const float *A, const float *B, float *C) {
+  for (int i = 0; i < M; i++) {
+    float *crow = C + i * N;
+    for (int j = 0; j < N; j++) {
+      const float *pa = A + i * K, *pb = B + j;
+      const float *end = pa + K;
+      float acc = 0.0f;
+      while (pa < end) {
+        acc += *pa++ * *pb;
+        pb += N;
+      }
+      crow[j] = acc;
+    }
+  }
+}
+void sgemm_pointer_ne(int M, int N, int K, const float *A, const float *B, float *C) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      const float *row = A + i * K, *p, *q = B + j;
+      float acc = C[i * N + j];
+      for (p = row; p != row + K; ++p, q += N)
+        acc += *p * *q;
+      C[i * N + j] = acc;
+    }
+}
+void sgemm_pointer_for(int M, int N, int K, const float *A, const float *B, float *C) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      float s = 0.0f;
+      const float *q = B + j;
+      for (const float *p = &A[i * K]; p < &A[i * K] + K; p++) {
+        s += *p * *q;
+        q += N;
+      }
+      C[i * N + j] = s;
+    }
+}
+void qgemm_pointer(int M, int N, int K, const int8_t *a, const int8_t *b, int32_t *c) {
+  for (int i = 0; i < M; i++) {
+    const int8_t *arow = a + i * K;
+    for (int j = 0; j < N; j++) {
+      const int8_t *x = arow, *y = b + j;
+      int32_t acc = 0;
+      while (arow + K > x) {
+        acc += *x * *y;
+        x++;
+        y += N;
+      }
+      c[i * N + j] = acc;
+    }
+  }
+}
+"""
+
 # ... helpers that step their pointer parameters (copied into variables of their own): a
 # count-down while over two rows, a BLAS-style dot with increments given as arguments, and an
 # int8 one whose parameters have the names of the caller's variables
@@ -818,6 +938,38 @@ CASES = {
                                          "const int8_t *, int *);", "int",
                         lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
                                          ("I8*", k, n), ("T*", m, n)]),
+    "accessors": (ACCESSORS, "void sgemm_accessors(int, int, int, const float *, "
+                             "const float *, float *);", "float",
+                  lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                   ("T*", m, n)]),
+    "accessors_by_value": (ACCESSORS_BY_VALUE, "void sgemm_by_value(int, int, int, "
+                                               "const float *, const float *, float *);", "float",
+                           lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k),
+                                            ("T*", k, n), ("T*", m, n)]),
+    "accessors_index": (ACCESSORS_BY_VALUE, "void dgemm_by_value(int, int, int, "
+                                            "const double *, const double *, double *);",
+                        "double", lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k),
+                                                   ("T*", k, n), ("T*", m, n)]),
+    "accessors_int8": (ACCESSORS_INT8, "void qgemm_accessors(long, long, long, const int8_t *, "
+                                       "const int8_t *, int *);", "int",
+                       lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
+                                        ("I8*", k, n), ("T*", m, n)]),
+    "pointer_end": (POINTER_BOUNDS, "void sgemm_end_pointer(int, int, int, const float *, "
+                                    "const float *, float *);", "float",
+                    lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                     ("T*", m, n)]),
+    "pointer_ne": (POINTER_BOUNDS, "void sgemm_pointer_ne(int, int, int, const float *, "
+                                   "const float *, float *);", "float",
+                   lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                    ("T*", m, n)]),
+    "pointer_for": (POINTER_BOUNDS, "void sgemm_pointer_for(int, int, int, const float *, "
+                                    "const float *, float *);", "float",
+                    lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                     ("T*", m, n)]),
+    "pointer_int8": (POINTER_BOUNDS, "void qgemm_pointer(int, int, int, const int8_t *, "
+                                     "const int8_t *, int *);", "int",
+                     lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
+                                      ("I8*", k, n), ("T*", m, n)]),
     "dot_stepped": (DOT_STEPPED, "void sgemm_dot_rows(int, int, int, const float *, "
                                  "const float *, float *);", "float",
                     lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", n, k),

@@ -1,0 +1,84 @@
+/* Loops bounded by a pointer that are not counted loops, or not the GEMM's k loop once counted:
+ * a pointer stepped by two elements, one stepped only when its element is not zero, a bound the
+ * loop moves, a bound counted in bytes (a char pointer cast), a continue that skips the step, and
+ * the pointer stepped twice per iteration. */
+/* expect: pointer 'end' is set from 'pa' */
+/* expect: pointer 'end' is set from 'pa' */
+/* expect: pointer 'end' is set from 'pa' */
+/* expect: loop initialization is not 'v = start' */
+/* expect: pointer 'end' is set from 'pa' */
+/* expect: pointer 'end' is set from 'pa' */
+void by_two(int M, int N, int K, const float *A, const float *B, float *C) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            const float *pa = A + i * K, *pb = B + j, *end = pa + K;
+            float acc = 0.0f;
+            for (; pa < end; pa += 2, pb += N)
+                acc += *pa * *pb;
+            C[i * N + j] = acc;
+        }
+}
+void conditional_step(int M, int N, int K, const float *A, const float *B, float *C) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            const float *pa = A + i * K, *pb = B + j, *end = pa + K;
+            float acc = 0.0f;
+            while (pa < end) {
+                acc += *pa * *pb;
+                if (*pb != 0.0f)
+                    pa++;
+                pb += N;
+            }
+            C[i * N + j] = acc;
+        }
+}
+void moving_bound(int M, int N, int K, const float *A, const float *B, float *C) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            const float *pa = A + i * K, *pb = B + j, *end = pa + K;
+            float acc = 0.0f;
+            while (pa < end) {
+                acc += *pa++ * *pb;
+                pb += N;
+                end -= (acc > 100.0f);
+            }
+            C[i * N + j] = acc;
+        }
+}
+void byte_bound(int M, int N, int K, const float *A, const float *B, float *C) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            const float *pa = A + i * K, *pb = B + j;
+            float acc = 0.0f;
+            for (; pa < (const float *)((const char *)(A + i * K) + K); pa++, pb += N)
+                acc += *pa * *pb;
+            C[i * N + j] = acc;
+        }
+}
+void skipped_step(int M, int N, int K, const float *A, const float *B, float *C) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            const float *pa = A + i * K, *pb = B + j, *end = pa + K;
+            float acc = 0.0f;
+            while (pa < end) {
+                pb += N;
+                if (*pb == 0.0f)
+                    continue;
+                acc += *pa++ * *pb;
+            }
+            C[i * N + j] = acc;
+        }
+}
+void stepped_twice(int M, int N, int K, const float *A, const float *B, float *C) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            const float *pa = A + i * K, *pb = B + j, *end = pa + K;
+            float acc = 0.0f;
+            while (pa < end) {
+                acc += *pa++ * *pb;
+                acc += *pa++ * *pb;
+                pb += N;
+            }
+            C[i * N + j] = acc;
+        }
+}
