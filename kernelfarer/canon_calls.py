@@ -29,8 +29,9 @@ from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
 from kernelfarer.canon_base import (
-    Canonical, Context, added_to, assigned_names, clone, compound, is_var, items_of, map_children,
-    names_in, nest_loops, side_effect_free, sum_of, type_name, walk)
+    Canonical, Context, added_to, assigned_names, clone, compound, element_of_address, is_var,
+    items_of, map_children, names_in, nest_loops, side_effect_free, sum_of, terms_of, type_name,
+    walk)
 
 _GEN = c_generator.CGenerator()
 
@@ -346,8 +347,11 @@ def _accessor_shape(func: c_ast.FuncDef, getters=None) -> c_ast.Node | None:
         return None
     item, returns = items[0], func.decl.type.type
     if isinstance(item, c_ast.Return) and item.expr is not None and \
-            isinstance(returns, c_ast.TypeDecl) and not _is_void(returns):
+            isinstance(returns, (c_ast.TypeDecl, c_ast.PtrDecl)) and not _is_void(returns):
         shape, values = item.expr, [item.expr]
+        if isinstance(returns, c_ast.PtrDecl) and isinstance(item.expr, c_ast.UnaryOp) and \
+                item.expr.op == "&":
+            values = [item.expr.expr]             # (the address of an element)
     elif isinstance(item, c_ast.Assignment) and item.op in ("=", "+=", "-=") and \
             _is_void(returns) and isinstance(item.lvalue, (c_ast.ArrayRef, c_ast.StructRef,
                                                            c_ast.UnaryOp)):
@@ -400,6 +404,7 @@ def inline_accessor_calls(node: c_ast.Node, canon: Canonical, context: Context) 
 
     def visit(n: c_ast.Node) -> c_ast.Node:
         n = map_children(n, visit)
+        n = _folded_here(n) if inlined else n     # (`*at(c, i, j) += s`: `*&c->data[...]`)
         if isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID) and \
                 n.name.name in context.accessors:
             func = context.accessors[n.name.name]
@@ -462,6 +467,12 @@ def _accessor_body(func: c_ast.FuncDef, call: c_ast.FuncCall, context: Context):
         body.coord = call.coord
         return body
     want = ctype.resolve(func.decl.type.type, context.scope.typedefs)
+    if isinstance(want, ctype.Pointer):               # a pointer to an element: of that type
+        have = _value_pointer_type(body, context.scope)
+        if have is None or ctype.is_volatile(have) or ctype.is_volatile(want) or \
+                _unrestricted(have) != _unrestricted(want):
+            return None
+        return body
     have = _expr_type(body, context.scope)
     if not (isinstance(want, ctype.Scalar) and isinstance(have, ctype.Scalar)
             and (want.kind, want.bits, want.signed, want.spelling) ==
@@ -499,9 +510,39 @@ def _unrestricted(t):
     return ctype.Pointer(_unrestricted(t.to)) if isinstance(t, ctype.Pointer) else t
 
 
+def _value_pointer_type(node: c_ast.Node, scope):
+    """The pointer type of `&element` or of `pointer + offset` (None: not known)."""
+    from kernelfarer.canon_loops import _pointer_type
+    from kernelfarer.canon_values import _expr_type
+    if isinstance(node, c_ast.UnaryOp) and node.op == "&":
+        inner = _expr_type(node.expr, scope) or scope.type_of_expr(node.expr)
+        return ctype.Pointer(inner) if inner is not None else None
+    if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-"):
+        pointers = [(sign, _pointer_type(t, scope)) for sign, t in terms_of(node)]
+        pointers = [(sign, t) for sign, t in pointers if t is not None]
+        if len(pointers) != 1 or pointers[0][0] < 0:
+            return None
+        t = pointers[0][1]
+        return ctype.Pointer(t.of) if isinstance(t, ctype.Array) else t
+    t = _pointer_type(node, scope)
+    return ctype.Pointer(t.of) if isinstance(t, ctype.Array) else t
+
+
 def _address_folded(node: c_ast.Node) -> c_ast.Node:
-    """`(&x)->f` as `x.f`, `*&x` as `x` (a struct argument `&a` in place of a pointer)."""
-    node = map_children(node, _address_folded)
+    """`(&x)->f` as `x.f`, `*&x` as `x` (a struct argument `&a` in place of a pointer), and a
+    getter's pointer subscripted, `(p + a)[b]` as `*(p + a + b)`, `(&X[a])[b]` as `X[a + b]`."""
+    return _folded_here(map_children(node, _address_folded))
+
+
+def _folded_here(node: c_ast.Node) -> c_ast.Node:
+    """`_address_folded` of `node` itself, its operands as they are."""
+    if isinstance(node, c_ast.ArrayRef) and isinstance(node.name, c_ast.BinaryOp) and \
+            node.name.op in ("+", "-"):
+        return c_ast.UnaryOp("*", c_ast.BinaryOp("+", node.name, node.subscript),
+                             coord=node.coord)
+    if isinstance(node, c_ast.ArrayRef) and isinstance(node.name, c_ast.UnaryOp) and \
+            node.name.op == "&":
+        return element_of_address(node)
     if isinstance(node, c_ast.StructRef) and node.type == "->" and \
             isinstance(node.name, c_ast.UnaryOp) and node.name.op == "&":
         return c_ast.StructRef(node.name.expr, ".", node.field, coord=node.coord)

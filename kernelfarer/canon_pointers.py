@@ -22,7 +22,7 @@ from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
 from kernelfarer.canon_base import (
-    Canonical, Context, assigned_names, compound, has_continue, is_var, items_of, loop_vars,
+    Canonical, Context, assigned_names, clone, compound, has_continue, is_var, items_of, loop_vars,
     names_in, side_effect_free, sum_of, terms_of, walk)
 
 _GEN = c_generator.CGenerator()
@@ -35,12 +35,12 @@ def pointer_bounded_loops(node: c_ast.For, canon: Canonical, context: Context) -
     ends: list[c_ast.Decl] = []       # the declarations of bounds read in place of their names
     nest_vars = loop_vars(node)
 
-    def block(items: list[c_ast.Node]) -> list[c_ast.Node]:
+    def block(items: list[c_ast.Node], outer: list) -> list[c_ast.Node]:
         out: list[c_ast.Node] = []
         for index, item in enumerate(items):
+            levels = [(items[:index], None)] + outer
             if isinstance(item, (c_ast.For, c_ast.While)):
-                counted = _counted(item, items[:index], context, taken, nest_vars,
-                                   canon.guards)
+                counted = _counted(item, levels, context, taken, nest_vars, canon.guards)
                 if counted is not None:
                     canon.steps.append(f"the loop bounded by pointer '{counted[1]}' as a loop "
                                        "counting its iterations")
@@ -51,22 +51,22 @@ def pointer_bounded_loops(node: c_ast.For, canon: Canonical, context: Context) -
                     ends.extend(counted[2])
                     _set_where_declared(out, counted[1])
                 inner = item.block_items[-1] if isinstance(item, c_ast.Compound) else item
-                inner.stmt = _body(inner.stmt)
+                inner.stmt = _body(inner.stmt, [(items[:index], inner)] + outer)
             elif isinstance(item, c_ast.Compound):
-                item.block_items = block(item.block_items or [])
+                item.block_items = block(item.block_items or [], levels)
             out.append(item)
         return out
 
-    def _body(stmt: c_ast.Node | None) -> c_ast.Node | None:
+    def _body(stmt: c_ast.Node | None, outer: list) -> c_ast.Node | None:
         if stmt is None:
             return None
-        items = block(items_of(stmt))
+        items = block(items_of(stmt), outer)
         if isinstance(stmt, c_ast.Compound):
             stmt.block_items = items
             return stmt
         return items[0] if len(items) == 1 else compound(items, stmt)
 
-    node.stmt = _body(node.stmt)
+    node.stmt = _body(node.stmt, [([], node)])
     # a bound's declaration nothing reads now goes (it reads the pointer the nest steps)
     unread = [d for d in ends if not any(is_var(n, d.name) for n in walk(node))]
     for n in walk(node):
@@ -74,7 +74,7 @@ def pointer_bounded_loops(node: c_ast.For, canon: Canonical, context: Context) -
             n.block_items = [x for x in n.block_items if not any(x is d for d in unread)]
 
 
-def _counted(loop: c_ast.For | c_ast.While, before: list[c_ast.Node], context: Context,
+def _counted(loop: c_ast.For | c_ast.While, levels: list, context: Context,
              taken: set[str], nest_vars: set[str], guards: list):
     """(the loop as a counted one, the pointer's name, the declarations of bound variables read
     in place of their names), or None."""
@@ -113,10 +113,10 @@ def _counted(loop: c_ast.For | c_ast.While, before: list[c_ast.Node], context: C
         return None
     used: list[c_ast.Node] = []
     if start is None:                            # from p's value on entry
-        end, used = _defined(end, name, before)
+        end, used = _defined(end, levels)
         count = _difference(end, c_ast.ID(name))
         if count is None:                        # ... or what p was set to before the loop
-            start, setting = _defined(c_ast.ID(name), name, before)
+            start, setting = _defined(c_ast.ID(name), levels)
             count = _difference(end, start) if setting else None
     elif name in names_in(end):
         return None
@@ -204,30 +204,36 @@ def _by_one(node: c_ast.Node, name: str) -> bool:
         and isinstance(node.rvalue, c_ast.Constant) and node.rvalue.value == "1"
 
 
-def _defined(end: c_ast.Node, name: str, before: list[c_ast.Node]):
-    """(`end`, []), or where it is a variable set before the loop in its block (`const float
-    *end = p + K;`) with nothing it reads, nor p, nor it set since, (what it was set to, [the
-    statement setting it])."""
+def _defined(end: c_ast.Node, levels: list):
+    """(`end`, []), or where it is a variable set before the loop (`const float *end = p + K;`,
+    in its block or in a block around the loop that holds it) with nothing it reads, nor it, set
+    since, (what it was set to, [the statement setting it]).  `levels`: (the items before, in
+    each block from the loop's outwards; the loop between that block and the one inside it)."""
     if not isinstance(end, c_ast.ID):
         return end, []
-    for index in range(len(before) - 1, -1, -1):
-        item = before[index]
-        value = None
-        if isinstance(item, c_ast.Decl) and item.name == end.name:
-            value = item.init
-        elif isinstance(item, c_ast.Assignment) and item.op == "=" and is_var(item.lvalue,
-                                                                                end.name):
-            value = item.rvalue
-        elif end.name not in assigned_names(item) and not any(
-                isinstance(n, c_ast.Decl) and n.name == end.name for n in walk(item)):
-            continue
-        if value is None or end.name in names_in(value) or \
-                not side_effect_free(value, frozenset()):
-            return end, []
-        since = assigned_names(compound(before[index + 1:]))
-        if since & (names_in(value) | {name, end.name}):
-            return end, []
-        return value, [item]
+    since: set[str] = set()
+    for before, around in levels:
+        if around is not None:          # (everything the loop in between sets, at any iteration)
+            since |= assigned_names(around) | {n.name for n in walk(around)
+                                               if isinstance(n, c_ast.Decl)}
+        for index in range(len(before) - 1, -1, -1):
+            item = before[index]
+            value = None
+            if isinstance(item, c_ast.Decl) and item.name == end.name:
+                value = item.init
+            elif isinstance(item, c_ast.Assignment) and item.op == "=" and \
+                    is_var(item.lvalue, end.name):
+                value = item.rvalue
+            elif end.name not in assigned_names(item) and not any(
+                    isinstance(n, c_ast.Decl) and n.name == end.name for n in walk(item)):
+                continue
+            if value is None or end.name in names_in(value) or \
+                    not side_effect_free(value, frozenset()):
+                return end, []
+            if (since | assigned_names(compound(before[index + 1:]))) & \
+                    (names_in(value) | {end.name}):
+                return end, []
+            return value, [item]
     return end, []
 
 
@@ -270,3 +276,36 @@ def _set_where_declared(items: list[c_ast.Node], name: str) -> None:
         return
     decl.init = value
     del items[last]
+
+
+def pointers_of_the_nest(node: c_ast.For, canon: Canonical, context: Context) -> None:
+    """C89's pointers declared before the nest and set in it (`const double *pa; ... for (j ...)
+    { pa = arow; while (pa < aend) ... }`) as pointers of the nest's own, where the nest
+    mentions one only in a block that sets it first, `pa = arow;` as a declaration there: each
+    pass through the block sets it before reading it, so no value crosses from one to the next.
+    Its stores are then removed (canon.dead: it must not be read after the nest)."""
+    from kernelfarer.canon_loops import _pointer_type
+    declared = {n.name for n in walk(node) if isinstance(n, c_ast.Decl)}
+    for block in [n for n in walk(node) if isinstance(n, c_ast.Compound)]:
+        items = block.block_items or []
+        for index, item in enumerate(items):
+            if not (isinstance(item, c_ast.Assignment) and item.op == "=" and
+                    isinstance(item.lvalue, c_ast.ID)):
+                continue
+            name = item.lvalue.name
+            outside = context.scope.lookup(name)
+            if name in declared or outside is None or context.scope.is_global(outside) or \
+                    not isinstance(outside.type, c_ast.PtrDecl) or \
+                    set(outside.storage or []) - {"register"} or \
+                    _pointer_type(c_ast.ID(name), context.scope) is None or \
+                    name in names_in(item.rvalue) or \
+                    not side_effect_free(item.rvalue, frozenset()):
+                continue
+            here = {id(n) for later in items[index:] for n in walk(later)}
+            if any(is_var(n, name) and id(n) not in here for n in walk(node)):
+                continue
+            items[index] = c_ast.Decl(name, list(outside.quals or []), [], [], [],
+                                      clone(outside.type), item.rvalue, None, coord=item.coord)
+            canon.dead.add(name)
+            canon.steps.append(f"'{name}', set first where the nest reads it, as a pointer of "
+                               "the nest's own")

@@ -51,7 +51,7 @@ from kernelfarer.canon_loops import (
     memsets_to_loops, normalize_loops, pointer_subscripts, reroll_blocks, strip_labels,
     walk_blocks, while_to_for, min_functions)
 from kernelfarer.canon_calls import inline_accessor_calls, inline_dot_calls
-from kernelfarer.canon_pointers import pointer_bounded_loops
+from kernelfarer.canon_pointers import pointer_bounded_loops, pointers_of_the_nest
 from kernelfarer.canon_sums import narrow_wide_sums
 from kernelfarer.canon_tiles import detile_offsets, untile_accumulators, untile_scalars
 from kernelfarer.canon_values import (
@@ -78,7 +78,9 @@ def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | Non
             return None
     if not isinstance(node, c_ast.For):
         return None
+    pointers_of_the_nest(node, canon, context)
     pointer_bounded_loops(node, canon, context)
+    pointers_of_the_nest(node, canon, context)       # (those a for loop set: `for (p = a; ...`)
     flatten_blocks(node, canon)
     node = walk_blocks(node, canon, context)
     count_up_fors(node, canon, context)

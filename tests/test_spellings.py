@@ -561,7 +561,8 @@ void qgemm_accessors(long M, long N, long K, const int8_t *a, const int8_t *b, i
 
 # Loops bounded by a pointer they step (canon_pointers.py): `while (pa < end)` with `end` set
 # from pa, `for (p = row; p != row + K; ++p)`, a for loop declaring its pointer with another
-# stepped beside it, and an int8 one bounded by `a + K` after the row pointer is set.
+# stepped beside it, C89 pointers declared before the nest and set in it (the row's end at the
+# i level), and an int8 one bounded by `a + K` after the row pointer is set.
 POINTER_BOUNDS = """
 #include <stdint.h>
 void sgemm_end_pointer(int M, int N, int K, const float *A, const float *B, float *C) {
@@ -600,6 +601,26 @@ void sgemm_pointer_for(int M, int N, int K, const float *A, const float *B, floa
       }
       C[i * N + j] = s;
     }
+}
+void dgemm_pointer_c89(int M, int N, int K, const double *A, const double *B, double *C) {
+  int i, j;
+  const double *arow, *aend, *pa, *pb;
+  double sum;
+  for (i = 0; i < M; i++) {
+    arow = A + i * K;
+    aend = arow + K;
+    for (j = 0; j < N; j++) {
+      pa = arow;
+      pb = B + j;
+      sum = 0.0;
+      while (pa < aend) {
+        sum += *pa * *pb;
+        ++pa;
+        pb += N;
+      }
+      C[i * N + j] = sum;
+    }
+  }
 }
 void qgemm_pointer(int M, int N, int K, const int8_t *a, const int8_t *b, int32_t *c) {
   for (int i = 0; i < M; i++) {
@@ -964,6 +985,10 @@ CASES = {
                                     ("T*", m, n)]),
     "pointer_for": (POINTER_BOUNDS, "void sgemm_pointer_for(int, int, int, const float *, "
                                     "const float *, float *);", "float",
+                    lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                     ("T*", m, n)]),
+    "pointer_c89": (POINTER_BOUNDS, "void dgemm_pointer_c89(int, int, int, const double *, "
+                                    "const double *, double *);", "double",
                     lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
                                      ("T*", m, n)]),
     "pointer_int8": (POINTER_BOUNDS, "void qgemm_pointer(int, int, int, const int8_t *, "

@@ -1,13 +1,16 @@
 /* Loops bounded by a pointer that are not counted loops, or not the GEMM's k loop once counted:
  * a pointer stepped by two elements, one stepped only when its element is not zero, a bound the
  * loop moves, a bound counted in bytes (a char pointer cast), a continue that skips the step, and
- * the pointer stepped twice per iteration. */
+ * the pointer stepped twice per iteration; C89 pointers declared before the nest: one read after
+ * it (its final value would change), one read in the nest before it is set. */
 /* expect: pointer 'end' is set from 'pa' */
 /* expect: pointer 'end' is set from 'pa' */
 /* expect: pointer 'end' is set from 'pa' */
 /* expect: loop initialization is not 'v = start' */
 /* expect: pointer 'end' is set from 'pa' */
 /* expect: pointer 'end' is set from 'pa' */
+/* expect: 'pa' is used after the nest */
+/* expect: 'pb' is assigned in the loop nest */
 void by_two(int M, int N, int K, const float *A, const float *B, float *C) {
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++) {
@@ -80,5 +83,43 @@ void stepped_twice(int M, int N, int K, const float *A, const float *B, float *C
                 pb += N;
             }
             C[i * N + j] = acc;
+        }
+}
+void read_after(int M, int N, int K, const double *A, const double *B, double *C, const double **last)
+{
+    int i, j;
+    const double *pa, *pb, *aend;
+    double sum;
+    for (i = 0; i < M; i++)
+        for (j = 0; j < N; j++) {
+            pa = A + i * K;
+            pb = B + j;
+            sum = 0.0;
+            while (pa < A + i * K + K) {
+                sum += *pa * *pb;
+                ++pa;
+                pb += N;
+            }
+            C[i * N + j] = sum;
+        }
+    *last = pa;
+}
+void carried(int M, int N, int K, const double *A, const double *B, double *C)
+{
+    int i, j;
+    const double *pa, *pb = B, *aend;
+    double sum;
+    for (i = 0; i < M; i++)
+        for (j = 0; j < N; j++) {
+            pa = A + i * K;
+            aend = pa + K;
+            sum = *pb;
+            pb = B + j;
+            while (pa < aend) {
+                sum += *pa * *pb;
+                ++pa;
+                pb += N;
+            }
+            C[i * N + j] = sum;
         }
 }
