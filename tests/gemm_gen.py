@@ -42,7 +42,8 @@ def _index(name: str, row: str, col: str, major: str, ld: str, shape: str, flat:
 
 
 FAMILIES = ("hoist", "pointer", "down", "not-equal", "while", "label", "unroll", "zero-skip",
-            "mult-temp", "names", "id-call", "count-down", "memset", "scalar-tile", "hand-tile")
+            "mult-temp", "names", "id-call", "count-down", "memset", "scalar-tile", "hand-tile",
+            "accessor", "pointer-bound")
 NEAR_MISSES = ("triangular", "inplace", "matvec", "call", "minplus", "indirect", "two-stores",
                "shifted-read", "guard", "idx-redef", "bad-remainder", "helper")
 
@@ -83,6 +84,13 @@ def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case
     if form not in ("acc-temp", "alpha-beta-temp") or order[1] != "j" or \
             family & {"unroll", "mult-temp", "count-down"}:
         family.discard("scalar-tile")    # (j tiled in scalars, with its remainder loop)
+    if not flat or "pointer" in family:
+        family.discard("accessor")       # (elements read, and C stored, through file functions)
+    # (k walked by a pointer to A's row or B's column, bounded by its end: unit stride along k)
+    if not flat or form not in ("acc-temp", "alpha-beta-temp") or \
+            family & {"unroll", "count-down", "pointer", "scalar-tile"} or \
+            (majors["A"], majors["B"]) == ("c", "r"):
+        family.discard("pointer-bound")
 
     lds = {"A": "lda", "B": "ldb", "C": "ldc"}
     decl = {}
@@ -110,7 +118,7 @@ def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case
             options = [o for o in options if o not in ("idx-redef", "bad-remainder", "helper")]
         miss = rng.choice(options)
         family -= {"zero-skip", "unroll", "mult-temp", "count-down", "memset", "scalar-tile",
-                   "hand-tile"}
+                   "hand-tile", "accessor", "pointer-bound"}
     kind = (f"{dtype} {order} {'flat' if flat else '2d'} A{majors['A']} B{majors['B']} "
             f"C{majors['C']} {form}" + "".join(f" +{f}" for f in sorted(family))
             + (f" near-miss:{miss}" if miss else ""))
@@ -139,6 +147,22 @@ def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case
             else a.replace("k", "((k * 7) % " + sizes[2] + ")", 1)
     elif miss == "shifted-read":
         c_read = ref("C", i, f"(({j} + 1) % {sizes[1]})")
+
+    walked = None
+    if "pointer-bound" in family:       # the operand whose k stride is 1, read through kf_pw
+        walked = "A" if majors["A"] == "r" else "B"
+        start = ref("A", i, "0") if walked == "A" else ref("B", "0", j)
+        a, b = ("*kf_pw", b) if walked == "A" else (a, "*kf_pw")
+    accessed = set()
+    if "accessor" in family:            # (elements read, and C stored, through file functions)
+        accessed = {m for m in "ABC" if rng.random() < 0.6} or {"A"}
+        if "A" in accessed and walked != "A":
+            a = f"kf_gen_get_{dtype}(A, {a[2:-1]})"
+        if "B" in accessed and walked != "B":
+            b = f"kf_gen_get_{dtype}(B, {b[2:-1]})"
+        if "C" in accessed and rng.random() < 0.5:
+            c = f"*kf_gen_at_{dtype}(C, {c[2:-1]})"      # (the element's address)
+            accessed.discard("C")
 
     if "id-call" in family:      # a pure helper that returns its argument: still a GEMM
         a = f"kf_gen_id_{dtype}({a})"
@@ -173,6 +197,8 @@ def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case
             hoisted = f"const {dtype} hoisted = {operand};"
             product = product.replace(operand, "hoisted", 1)
         stmt = f"{c} {op} {scale}{product};"
+        if "C" in accessed and op == "+=":
+            stmt = f"kf_gen_add_{dtype}(C, {c[2:-1]}, {scale}{product});"
         if miss == "two-stores":
             stmt = f"{{ {c} += {product}; {ref('C', i, '0')} += 1; }}"
         if miss == "shifted-read":
@@ -212,7 +238,8 @@ def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case
         if form == "acc-temp":
             pre.append(f"{dtype} acc = 0;")
             inner = f"acc += {product};"
-            post.append(f"{c} = acc;")
+            post.append(f"kf_gen_set_{dtype}(C, {c[2:-1]}, acc);" if "C" in accessed
+                        else f"{c} = acc;")
             overwrites = True
         elif form == "zero-init":
             if "memset" not in family:
@@ -258,6 +285,11 @@ def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case
             else:
                 body += (f"            while (kf_left > 0) {{\n                {inner}\n"
                          f"                k++;\n                kf_left--;\n            }}\n")
+        elif walked is not None:         # k beside a pointer bounded by the row's end
+            body += (f"            const {dtype} *kf_pw = &{start}, *kf_pend = kf_pw + "
+                     f"{bounds['k']};\n            int k = 0;\n"
+                     f"            while (kf_pw < kf_pend) {{\n                {inner}\n"
+                     f"                kf_pw++;\n                k++;\n            }}\n")
         else:
             body += f"            {header('k')}\n                {inner}\n"
         body += "".join(f"            {s}\n" for s in post)
@@ -318,6 +350,14 @@ double kf_gen_glob_double[4];
 static float kf_gen_peek_float(float x) { return x + kf_gen_glob_float[0]; }
 static double kf_gen_peek_double(double x) { return x + kf_gen_glob_double[0]; }
 static int kf_gen_min(int a, int b) { return a < b ? a : b; }
+static float kf_gen_get_float(const float *p, int at) { return p[at]; }
+static double kf_gen_get_double(const double *p, int at) { return p[at]; }
+static void kf_gen_set_float(float *p, int at, float v) { p[at] = v; }
+static void kf_gen_set_double(double *p, int at, double v) { p[at] = v; }
+static void kf_gen_add_float(float *p, int at, float v) { p[at] += v; }
+static void kf_gen_add_double(double *p, int at, double v) { p[at] += v; }
+static float *kf_gen_at_float(float *p, int at) { return &p[at]; }
+static double *kf_gen_at_double(double *p, int at) { return &p[at]; }
 """
 
 
