@@ -193,6 +193,8 @@ class IndexConverter:
         self.values = values or {}      # names standing for an expression (side assignments)
         self.allow_wrap_checks = False  # see _check_wrap
         self.wrap_checks: list[tuple[Poly, int]] = []
+        self.allow_sign_checks = False  # invariants cast to unsigned, checked >= 0 at run time
+        self.sign_checks: list[Poly] = []
 
     def convert(self, node: c_ast.Node) -> Poly:
         poly, _ = self._convert(node)
@@ -253,6 +255,11 @@ class IndexConverter:
             p, t = self._convert(node.expr)
             if target.bits < t.bits or (target.bits == t.bits and target.signed != t.signed
                                         and target.bits < 64):
+                if self.allow_sign_checks and target.bits == t.bits and t.signed and \
+                        not p.symbols() & self.iterators:
+                    # `i < (unsigned)M`: M's value where M >= 0, checked at run time
+                    self.sign_checks.append(p)
+                    return p, ctype.strip_qualifiers(target)
                 raise NotAffine(f"narrowing cast to {target.spelling} in an index")
             return p, ctype.strip_qualifiers(target)
         raise NotAffine(f"{_describe(node)} in an index")

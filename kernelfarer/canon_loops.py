@@ -148,11 +148,26 @@ def _post_decrement(cond: c_ast.Node) -> tuple[str, c_ast.BinaryOp] | None:
 
 
 def count_up_fors(node: c_ast.For, canon: Canonical, context: Context) -> None:
-    """`for (int v = n; v > 0; v--)` (`v != 0`, `v >= 1`) whose body does not read v, as
+    """`for (int v = n; v > 0; v--)` (`v != 0`, `v >= 1`; or `for (int v = n; v-- > 0; )`,
+    the test stepping it) whose body does not read v, as
     `for (int v = 0; v < n; v++)`: as many iterations (see while_to_for), and the pointers and
     indices the body steps then move forward with v."""
     for loop in nest_loops(node):
         found = init_var(loop)
+        post = _post_decrement(loop.cond) if loop.next is None else None
+        if post is not None and found is not None and post[0] == found[0]:
+            # `for (int v = n; v-- > 0; )` (or `v--`): the test steps v, as `while (v--)`
+            var, start = found
+            body = compound(items_of(loop.stmt))
+            if not isinstance(loop.init, c_ast.DeclList) or var in names_in(body) or \
+                    var in names_in(start) or not side_effect_free(start, frozenset()) or \
+                    has_continue(loop.stmt):
+                continue
+            counted = _count_up(loop, loop.init.decls[0], var, start, True, loop.stmt, canon,
+                                False, compound([]), node, context.scope)
+            if counted is not None:
+                loop.init, loop.cond, loop.next = counted.init, counted.cond, counted.next
+            continue
         if found is None or not isinstance(loop.init, c_ast.DeclList) or \
                 step_of(loop, found[0]) != -1 or not isinstance(loop.cond, c_ast.BinaryOp):
             continue
@@ -190,6 +205,42 @@ def flatten_blocks(node: c_ast.Node, canon: Canonical) -> None:
         for item in items_of(loop.stmt):
             for inner_loop in outer_loops(item):
                 flatten_blocks(inner_loop, canon)
+
+
+def split_for_inits(node: c_ast.For, canon: Canonical) -> None:
+    """`for (sum = 0.0, k = 1; k <= m; k++)` (Numerical Recipes) in a loop body as `sum = 0.0;`
+    then `for (k = 1; ...)`: the other assignments of the initialization, to variables other
+    than the counter, without side effects, reading neither the counter nor anything another of
+    them sets (so their order against the counter's does not matter), go right before the loop."""
+    for loop in nest_loops(node):
+        items = items_of(loop.stmt)
+        out: list[c_ast.Node] = []
+        for item in items:
+            parts = item.init.exprs if isinstance(item, c_ast.For) and \
+                isinstance(item.init, c_ast.ExprList) else None
+            step = item.next if isinstance(item, c_ast.For) else None
+            target = step.expr if isinstance(step, c_ast.UnaryOp) else \
+                step.lvalue if isinstance(step, c_ast.Assignment) else None
+            if parts is None or not isinstance(target, c_ast.ID) or not all(
+                    isinstance(p, c_ast.Assignment) and p.op == "=" and
+                    isinstance(p.lvalue, c_ast.ID) and side_effect_free(p.rvalue, frozenset())
+                    for p in parts):
+                out.append(item)
+                continue
+            var = target.name
+            mine = [p for p in parts if p.lvalue.name == var]
+            others = [p for p in parts if p.lvalue.name != var]
+            set_names = {p.lvalue.name for p in parts}
+            if len(mine) != 1 or len(set_names) != len(parts) or \
+                    any(names_in(p.rvalue) & set_names for p in parts):
+                out.append(item)
+                continue
+            item.init = mine[0]
+            out += others + [item]
+            canon.steps.append(f"the assignments beside '{var}''s in a for initialization "
+                               "put before the loop")
+        if len(out) != len(items):
+            loop.stmt = compound(out, loop.stmt)
 
 
 def _splice(item: c_ast.Node, before: list[c_ast.Node], after: list[c_ast.Node]) -> bool:

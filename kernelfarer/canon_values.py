@@ -140,9 +140,13 @@ def _beta_scaling(item: c_ast.If):
 def drop_zero_skips(node: c_ast.For, canon: Canonical) -> None:
     """`if (x != 0) { ... }` as the whole body of a loop of the nest, x an element the body
     multiplies by: the body without the test (the recognizer checks that x is a factor of the
-    product and guards what it multiplies)."""
+    product and guards what it multiplies).  The test may also be last in the body, on a scalar
+    declared before it there as such an element times names the nest does not set (GSL's
+    `const float temp = alpha * A[i][k]; if (temp != 0.0) { for (j ...) ... }`): the element it
+    is zero with (for finite factors; one that underflows adds a zero product)."""
     for loop in nest_loops(node):
-        item = single(loop.stmt)
+        items = items_of(loop.stmt)
+        item = items[-1] if items else None
         if not isinstance(item, c_ast.If) or item.iffalse is not None:
             continue
         tested = None
@@ -150,14 +154,43 @@ def drop_zero_skips(node: c_ast.For, canon: Canonical) -> None:
             other = "right" if side == "left" else "left"
             cond = item.cond
             if isinstance(cond, c_ast.BinaryOp) and cond.op == "!=" and \
-                    is_zero(getattr(cond, other)) and isinstance(getattr(cond, side), c_ast.ArrayRef):
+                    is_zero(getattr(cond, other)):
                 tested = getattr(cond, side)
+        if len(items) > 1 or not isinstance(tested, c_ast.ArrayRef):
+            tested = _scaled_element(tested, items[:-1], item.iftrue, node)
         if tested is None or not side_effect_free(tested, frozenset()):
             continue
-        loop.stmt = item.iftrue if isinstance(item.iftrue, c_ast.Compound) else \
-            compound([item.iftrue])
+        loop.stmt = compound(items[:-1] + items_of(item.iftrue), loop.stmt)
         canon.zero_skip.append(tested)
         canon.steps.append(f"the zero skip 'if ({_GEN.visit(item.cond)})' dropped")
+
+
+def _scaled_element(tested: c_ast.Node | None, before: list[c_ast.Node], skipped: c_ast.Node,
+                    nest: c_ast.For) -> c_ast.ArrayRef | None:
+    """The element of `tested`, a scalar declared in `before` (all declarations) as one element
+    times names the nest does not set, which the `skipped` code reads only through it (so the
+    other factors, zero, skip nothing the code would add: `t = mask * a[k]` skipping `c += a[k] *
+    b` is no zero skip); None otherwise."""
+    if not isinstance(tested, c_ast.ID) or tested.name not in names_in(skipped) or not all(
+            isinstance(d, c_ast.Decl) and d.init is not None for d in before):
+        return None
+    decls = [d for d in before if d.name == tested.name]
+    if len(decls) != 1 or not isinstance(decls[0].type, c_ast.TypeDecl):
+        return None
+    factors, value = [], decls[0].init
+    while isinstance(value, c_ast.BinaryOp) and value.op == "*":
+        factors.append(value.right)
+        value = value.left
+    factors.append(value)
+    elements = [f for f in factors if isinstance(f, c_ast.ArrayRef)]
+    rest = [f for f in factors if not isinstance(f, c_ast.ArrayRef)]
+    if len(elements) != 1 or not all(isinstance(f, (c_ast.ID, c_ast.Constant)) for f in rest) \
+            or {f.name for f in rest if isinstance(f, c_ast.ID)} & assigned_names(nest):
+        return None
+    text = _GEN.visit(elements[0])
+    if any(isinstance(n, c_ast.ArrayRef) and _GEN.visit(n) == text for n in walk(skipped)):
+        return None
+    return elements[0]
 
 
 def _expr_type(node: c_ast.Node, scope: Scope):

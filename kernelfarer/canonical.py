@@ -47,7 +47,7 @@ _GEN = c_generator.CGenerator()
 
 from kernelfarer.canon_base import Canonical, Context, Side, clone, loop_vars, with_declarations
 from kernelfarer.canon_loops import (
-    collapse_anywhere, count_up_fors, detile, flatten_blocks, induction_variables,
+    collapse_anywhere, count_up_fors, detile, flatten_blocks, induction_variables, split_for_inits,
     memsets_to_loops, normalize_loops, pointer_subscripts, reroll_blocks, strip_labels,
     walk_blocks, while_to_for, min_functions)
 from kernelfarer.canon_calls import inline_accessor_calls, inline_dot_calls
@@ -81,6 +81,7 @@ def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | Non
     pointers_of_the_nest(node, canon, context)
     pointer_bounded_loops(node, canon, context)
     pointers_of_the_nest(node, canon, context)       # (those a for loop set: `for (p = a; ...`)
+    split_for_inits(node, canon)
     flatten_blocks(node, canon)
     node = walk_blocks(node, canon, context)
     count_up_fors(node, canon, context)

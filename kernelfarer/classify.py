@@ -55,6 +55,16 @@ def _subscript_vars(ref: c_ast.Node, loop_vars: set[str]) -> set[str]:
     return out
 
 
+def _chooses_extreme(node: c_ast.TernaryOp) -> bool:
+    """`x < y ? x : y` and the like: the condition compares what the branches are (a min or a
+    max), not some flag (`skip ? 0 : dot(...)`)."""
+    cond = node.cond
+    if not (isinstance(cond, c_ast.BinaryOp) and cond.op in ("<", ">", "<=", ">=")):
+        return False
+    sides = {_GEN.visit(cond.left), _GEN.visit(cond.right)}
+    return bool(sides & {_GEN.visit(node.iftrue), _GEN.visit(node.iffalse)})
+
+
 def kind_of(node: c_ast.Node) -> str | None:
     """'a matrix-vector product', 'a min-plus product', ... or None."""
     chain = _loops(node)
@@ -70,7 +80,7 @@ def kind_of(node: c_ast.Node) -> str | None:
         return "a min-plus (tropical) product, not a sum of products"
     if names & _MAX and has_sum:
         return "a max-plus product, not a sum of products"
-    if isinstance(value, c_ast.TernaryOp) and has_sum:
+    if isinstance(value, c_ast.TernaryOp) and has_sum and _chooses_extreme(value):
         return "a min/max-plus product, not a sum of products"
     products = [n for n in _walk(value) if isinstance(n, c_ast.BinaryOp) and n.op == "*"]
     if stmt.op == "+=" and products and isinstance(stmt.lvalue, c_ast.ArrayRef):

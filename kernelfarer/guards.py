@@ -105,7 +105,9 @@ def row_tables(accesses: list[Access], iterators: list[str], sizes: dict):
 def wrap_guards(conv: IndexConverter, loops: dict, scope: Scope) -> list[Guard]:
     """Unsigned 32-bit index arithmetic must not wrap: every such sum or product, whose terms are
     all non-negative, is largest at the last iteration; check that value at run time."""
-    guards = []
+    signs = [*conv.sign_checks, *(p for lp in loops.values() for p in lp.sign_checks)]
+    guards = [not_negative(f"({p.to_c()})", f"{p.pretty()}, converted to unsigned, is not "
+                           "negative") for p in dict.fromkeys(signs)]
     checks = list(dict.fromkeys(conv.wrap_checks))
     # A check implied by a larger one (same terms plus non-negative ones) is dropped.
     checks = [(p, b) for p, b in checks

@@ -33,6 +33,7 @@ class Loop:
     var_type: Scalar
     declared_in_for: bool
     compare_type: Scalar    # the type in which `var < bound` is evaluated
+    sign_checks: tuple[Poly, ...] = ()   # invariants the bounds convert to unsigned (>= 0)
 
 
 @dataclass(frozen=True)
@@ -213,6 +214,7 @@ def parse_loop(node: c_ast.For, scope: Scope, outer_vars: list[str],
     upper_node, inclusive = _loop_cond(node, var)
     _loop_step(node, var)
     conv = IndexConverter(scope, outer_vars + [var], values)
+    conv.allow_sign_checks = True
     try:
         lower = conv.convert(lower_node)
         upper = conv.convert(upper_node)
@@ -238,7 +240,8 @@ def parse_loop(node: c_ast.For, scope: Scope, outer_vars: list[str],
         upper = upper + Poly.const(1)
     return Loop(var=var, lower=lower, upper=upper, node=node,
                 var_type=ctype.strip_qualifiers(var_type), declared_in_for=declared,
-                compare_type=compare)
+                compare_type=compare,
+                sign_checks=tuple(conv.sign_checks))
 
 
 def _init_values(node: c_ast.For, scope: Scope, loop_vars: list[str],

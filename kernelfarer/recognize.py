@@ -70,6 +70,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     iterators = [lp.var for lp in nest.loops]
     conv = IndexConverter(scope, iterators)
     conv.allow_wrap_checks = True
+    conv.allow_sign_checks = True
     ev = Evaluator(scope=scope, conv=conv, **_file_functions(functions))
     for decl in nest.hoisted:
         ev.alias(decl)

@@ -639,6 +639,67 @@ void qgemm_pointer(int M, int N, int K, const int8_t *a, const int8_t *b, int32_
 }
 """
 
+# GSL's gemm: alpha times A's element held in a scalar that the j loop's zero test reads
+# (`if (temp != 0.0)`: the test dropped, B checked finite), and Numerical Recipes' 1-based row
+# tables with the sum set in the k loop's initialization (`for (sum = 0.0, k = 1; ...)`).
+GSL_AND_NR = """
+void sgemm_gsl(int M, int N, int K, float alpha, const float *F, const float *G, float *C) {
+  int i, j, k;
+  for (k = 0; k < K; k++) {
+    for (i = 0; i < M; i++) {
+      const float temp = alpha * F[K * i + k];
+      if (temp != 0.0) {
+        for (j = 0; j < N; j++) {
+          C[N * i + j] += temp * G[N * k + j];
+        }
+      }
+    }
+  }
+}
+static void nr_mult(float **a, float **b, float **c, int n, int m, int p) {
+  int i, j, k;
+  float sum;
+  for (i = 1; i <= n; i++)
+    for (j = 1; j <= p; j++) {
+      for (sum = 0.0, k = 1; k <= m; k++) sum += a[i][k] * b[k][j];
+      c[i][j] = sum;
+    }
+}
+void sgemm_nr(int M, int N, int K, const float *A, const float *B, float *C) {
+  float *a[M + 1], *b[K + 1], *c[M + 1];
+  for (int i = 1; i <= M; i++) a[i] = (float *)A + (i - 1) * K - 1;
+  for (int k = 1; k <= K; k++) b[k] = (float *)B + (k - 1) * N - 1;
+  for (int i = 1; i <= M; i++) c[i] = C + (i - 1) * N - 1;
+  nr_mult(a, b, c, M, K, N);
+}
+"""
+
+# Sizes cast to unsigned in the bounds (`i < (unsigned)M`: M's value where M >= 0, checked at run
+# time), and a for loop whose test counts k down (`for (int k = K; k-- > 0; )`).
+UNSIGNED_AND_TESTED = """
+void igemm_unsigned(int M, int N, int K, const int *A, const int *B, int *C) {
+  for (unsigned i = 0; i < (unsigned)M; i++)
+    for (unsigned j = 0; j < (unsigned)N; j++) {
+      int acc = 0;
+      for (unsigned k = 0; k < (unsigned)K; k++)
+        acc += A[i * K + k] * B[k * N + j];
+      C[i * N + j] = acc;
+    }
+}
+void dgemm_tested(int M, int N, int K, const double *A, const double *B, double *C) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      double s = 0;
+      const double *a = A + i * K, *b = B + j;
+      for (int k = K; k-- > 0; ) {
+        s += *a++ * *b;
+        b += N;
+      }
+      C[i * N + j] = s;
+    }
+}
+"""
+
 # ... helpers that step their pointer parameters (copied into variables of their own): a
 # count-down while over two rows, a BLAS-style dot with increments given as arguments, and an
 # int8 one whose parameters have the names of the caller's variables
@@ -995,6 +1056,22 @@ CASES = {
                                      "const int8_t *, int *);", "int",
                      lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
                                       ("I8*", k, n), ("T*", m, n)]),
+    "gsl_zero_skip": (GSL_AND_NR, "void sgemm_gsl(int, int, int, float, const float *, "
+                                  "const float *, float *);", "float",
+                      lambda m, n, k: [_int(m), _int(n), _int(k), ("f", 1.5), ("T*", m, k),
+                                       ("T*", k, n), ("T*", m, n)]),
+    "nr_comma_init": (GSL_AND_NR, "void sgemm_nr(int, int, int, const float *, const float *, "
+                                  "float *);", "float",
+                      lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                       ("T*", m, n)]),
+    "unsigned_casts": (UNSIGNED_AND_TESTED, "void igemm_unsigned(int, int, int, const int *, "
+                                            "const int *, int *);", "int",
+                       lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                        ("T*", m, n)]),
+    "count_down_in_test": (UNSIGNED_AND_TESTED, "void dgemm_tested(int, int, int, "
+                                                "const double *, const double *, double *);",
+                           "double", lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k),
+                                                      ("T*", k, n), ("T*", m, n)]),
     "dot_stepped": (DOT_STEPPED, "void sgemm_dot_rows(int, int, int, const float *, "
                                  "const float *, float *);", "float",
                     lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", n, k),
@@ -1253,6 +1330,22 @@ def test_int8_products_summed_in_int64(tmp_path):
         assert np.array_equal(outs[0], outs[1]), (m, n, k)
         if fill is not None:
             assert outs[0][0] == bias[0] + k * 16384
+
+
+def test_unsigned_casts_of_sizes_are_checked(tmp_path):
+    """`i < (unsigned)M` is M iterations only where M >= 0 (else about four billion): the
+    rewrite checks each size so cast before the fast path, and a cast of a loop variable, or
+    to a narrower type, stays refused."""
+    src = tmp_path / "u.c"
+    src.write_text(UNSIGNED_AND_TESTED)
+    result = rewrite_file(str(src), RewriteOptions(target="generic", verify=False))
+    for size in "MNK":
+        assert f"/* {size}, converted to unsigned, is not negative */" in result.text, size
+    narrow = UNSIGNED_AND_TESTED.replace("i < (unsigned)M", "i < (unsigned short)M")
+    src.write_text(narrow)
+    result = rewrite_file(str(src), RewriteOptions(target="generic", verify=False))
+    first = min(result.remarks, key=lambda r: r.location.line)
+    assert not first.replaced and "narrowing cast" in first.message(), first.message()
 
 
 @pytest.fixture(scope="module")
