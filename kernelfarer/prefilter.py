@@ -219,8 +219,9 @@ def _calls(code: bytes, helpers: frozenset[bytes]) -> bool:
 
 def may_hold_product_nest(preprocessed: str) -> bool:
     """False only when no loop nest of a preprocessed file (headers included, macros expanded)
-    is three deep with a `*` in it: a GEMM multiplies, and the recognizer sees a product only
-    as the `*` operator (a call hides it).  The full parse of such a file is skipped."""
+    is three deep with a `*` in it, or calling a function of the file with one in its body or a
+    fused multiply-add: a GEMM multiplies, and the recognizer sees a product as the `*`
+    operator, through the calls it reads through.  The full parse of such a file is skipped."""
     text = preprocessed.encode("utf-8", "surrogateescape")
     if b"*" not in text:
         return False
@@ -255,6 +256,7 @@ def hollow_bodies(preprocessed: str) -> str:
     if bodies is None:
         return preprocessed                                      # cannot follow: leave it
     helpers = _loop_helpers(code)
+    starred = _starred_functions(code)
     # (those that two loops call are kept whole: a GEMM may call them per element)
     called = frozenset(name for name in helpers if any(
         deepest >= MIN_DEPTH - 1 and _calls(code[start:end], frozenset([name]))
@@ -264,21 +266,39 @@ def hollow_bodies(preprocessed: str) -> str:
     for name, start, end in bodies:
         body = code[start:end]
         if len(body) > KEEP_BODY_BYTES and name not in called and \
-                not _has_product_nest(body, helpers):
+                not _has_product_nest(body, helpers, starred):
             out += [text[pos:start], _BLANK_LINE_PART.sub(b" ", text[start:end])]
             pos = end
     out.append(text[pos:])
     return b"".join(out).decode("utf-8", "surrogateescape")
 
 
-def _has_product_nest(code: bytes, helpers: frozenset[bytes] | None = None) -> bool:
-    """A nest three deep with a `*` in it, or two deep calling one of `helpers` (the file's
-    functions with a loop of products: `_loop_helpers` of `code` when not given)."""
+def _has_product_nest(code: bytes, helpers: frozenset[bytes] | None = None,
+                      starred: frozenset[bytes] | None = None) -> bool:
+    """A nest three deep with a `*` in it or calling one of `starred` (the file's functions with
+    a `*` in their body, and the fused multiply-adds: an element accessor's index arithmetic,
+    `fmaf(at(A, lda, i, k), at(B, ldb, k, j), s)`, hides every `*` of the nest), or two deep
+    calling one of `helpers` (the file's functions with a loop of products); both of `code`
+    when not given."""
     nests = loop_nests(code)
     if nests is None:
         return True
     if any(deepest >= MIN_DEPTH and b"*" in code[start:end] for start, end, deepest in nests):
         return True
+    starred = _starred_functions(code) if starred is None else starred
+    if any(deepest >= MIN_DEPTH and not starred.isdisjoint(_CALLED.findall(code[start:end]))
+           for start, end, deepest in nests):
+        return True
     helpers = _loop_helpers(code) if helpers is None else helpers
     return any(deepest >= MIN_DEPTH - 1 and _calls(code[start:end], helpers)
                for start, end, deepest in nests)
+
+
+_CALLED = re.compile(rb"\b([A-Za-z_]\w*)\s*\(")
+_FUSED = frozenset([b"fma", b"fmaf", b"fmal", b"__builtin_fma", b"__builtin_fmaf"])
+
+
+def _starred_functions(code: bytes) -> frozenset[bytes]:
+    """The fused multiply-adds and the names of the file's functions with a `*` in their body."""
+    return _FUSED | frozenset(name for name, start, end in _function_bodies(code) or []
+                              if name and b"*" in code[start:end])

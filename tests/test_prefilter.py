@@ -148,6 +148,36 @@ def test_nests_without_a_product_are_not_parsed(tmp_path):
     assert full.error is None and full.compile_text is None and full.nests
 
 
+ACCESSORS_ONLY = """#include <math.h>
+static inline float at(const float *p, int ld, int r, int c) { return p[r * ld + c]; }
+static inline void put(float *p, int ld, int r, int c, float v) { p[r * ld + c] = v; }
+void f(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s = fmaf(at(A, K, i, k), at(B, N, k, j), s);
+            put(C, N, i, j, s);
+        }
+}
+"""
+
+
+def test_products_hidden_in_accessors_are_seen(tmp_path):
+    """Every `*` of a nest may be in the element accessors it calls (their index arithmetic) and
+    its product a fused multiply-add: the nest is parsed, and the wrapper replaces it."""
+    assert may_hold_product_nest(_preprocessed(tmp_path, ACCESSORS_ONLY))
+    path = tmp_path / "case.c"
+    path.write_text(ACCESSORS_ONLY)
+    quick = cc._rewrite_one(str(path), (), "generic", True)
+    assert quick.error is None and quick.compile_text is not None
+    assert [n["replaced"] for n in quick.nests] == [True], quick.nests
+    # ... while a nest calling only functions without one stays unparsed
+    plain = ACCESSORS_ONLY.replace("r * ld + c", "r + c").replace("fmaf(", "fmaxf(")
+    assert not may_hold_product_nest(_preprocessed(tmp_path, plain))
+
+
 DOT_CALLER = """
 static float dot(const float *x, const float *y, int n)
 {
