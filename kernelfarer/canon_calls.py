@@ -417,8 +417,12 @@ def inline_accessor_calls(node: c_ast.Node, canon: Canonical, context: Context) 
         if isinstance(n, c_ast.Compound):
             n.block_items = [_setter_statement(item, context, inlined)
                              for item in n.block_items or []]
-        elif isinstance(n, (c_ast.For, c_ast.While, c_ast.DoWhile)):
+        elif isinstance(n, (c_ast.For, c_ast.While, c_ast.DoWhile, c_ast.Label)):
             n.stmt = _setter_statement(n.stmt, context, inlined)
+        elif isinstance(n, c_ast.If):                 # (a zero skip's `if (b != 0) set(...);`)
+            n.iftrue = _setter_statement(n.iftrue, context, inlined)
+            n.iffalse = _setter_statement(n.iffalse, context, inlined) \
+                if n.iffalse is not None else None
         return n
 
     for _ in range(4):                   # a call in an argument of another: inlined the next time
