@@ -171,8 +171,16 @@ def int_constant(node: c_ast.Constant) -> tuple[int, Scalar]:
         value = int(text, 8)
     else:
         value = int(text)
+    # the first of int, (unsigned int,) long, (unsigned long) that holds it (C11 6.4.4.1):
+    # the unsigned ones for a 'u' suffix, and also in turn for a hex or octal literal
     unsigned = "u" in suffix
-    bits = 64 if "l" in suffix or value > 0x7FFFFFFF else 32
+    bits = 64 if "l" in suffix or value > (0xFFFFFFFF if unsigned else 0x7FFFFFFF) else 32
+    if not unsigned and text[0] == "0" and value > (0x7FFFFFFF if bits == 32 else
+                                                     0x7FFFFFFFFFFFFFFF):
+        unsigned = True
+    elif not unsigned and text[0] == "0" and bits == 64 and "l" not in suffix and \
+            value <= 0xFFFFFFFF:
+        unsigned, bits = True, 32
     if unsigned:
         return value, ctype.ULONG if bits == 64 else ctype.UINT
     return value, ctype.LONG if bits == 64 else ctype.INT
@@ -253,6 +261,8 @@ class IndexConverter:
             if not isinstance(target, Scalar) or target.kind != "int":
                 raise NotAffine("cast to a non-integer type in an index")
             p, t = self._convert(node.expr)
+            if target.spelling == "_Bool" and t.spelling != "_Bool":
+                raise NotAffine("conversion to _Bool in an index")      # (2 becomes 1)
             if target.bits < t.bits or (target.bits == t.bits and target.signed != t.signed
                                         and target.bits < 64):
                 if self.allow_sign_checks and target.bits == t.bits and t.signed and \

@@ -241,9 +241,9 @@ def _argument(param: c_ast.Decl, arg: c_ast.Node, context: Context):
     if not isinstance(want, ctype.Scalar):
         return None
     have = _expr_type(arg, scope)
-    if isinstance(have, ctype.Scalar) and (have.kind, have.bits, have.signed) == \
-            (want.kind, want.bits, want.signed):
-        return arg
+    if isinstance(have, ctype.Scalar) and (have.kind, have.bits, have.signed, have.spelling) \
+            == (want.kind, want.bits, want.signed, want.spelling):
+        return arg                           # (a `_Bool` is no `unsigned char`: 2 becomes 1)
     return c_ast.Cast(type_name(param.type), arg)
 
 
@@ -466,7 +466,10 @@ def _accessor_body(func: c_ast.FuncDef, call: c_ast.FuncCall, context: Context):
         if bound is None:
             return None
         values[param.name] = bound
-    body = _address_folded(_substituted(clone(_accessor_shape(func)), values))
+    shape = _accessor_shape(func)
+    if isinstance(shape, c_ast.Assignment) and _in_a_copy(shape.lvalue, func, context):
+        return None
+    body = _address_folded(_substituted(clone(shape), values))
     if isinstance(body, c_ast.Assignment):
         body.coord = call.coord
         return body
@@ -483,6 +486,46 @@ def _accessor_body(func: c_ast.FuncDef, call: c_ast.FuncCall, context: Context):
             (have.kind, have.bits, have.signed, have.spelling)):
         body = c_ast.Cast(type_name(func.decl.type.type), body, coord=call.coord)
     return body
+
+
+def _in_a_copy(lvalue: c_ast.Node, func: c_ast.FuncDef, context: Context) -> bool:
+    """Does a setter store into its own parameter (`m.d[i] = v` of a struct `m` passed by value,
+    with an array member `d`), a copy the caller never sees, or somewhere not known?  A store
+    through a pointer (`m.data[i]`, `m->d[i]`, `*p`, `p[i]`) reaches the caller's element."""
+    scope = ctype.Scope(context.scope.typedefs)
+    scope.push()
+    params = func.decl.type.args.params
+    for param in params:
+        scope.declare_param(param)
+    names = {p.name for p in params}
+
+    def type_of(n: c_ast.Node):
+        if isinstance(n, c_ast.ArrayRef):
+            t = type_of(n.name)
+            return ctype.element(t) if t is not None else None
+        if isinstance(n, c_ast.StructRef) and isinstance(n.field, c_ast.ID):
+            t = type_of(n.name)
+            return None if t is None else \
+                ctype.member_type(t, n.field.name, n.type == "->", scope.typedefs)
+        if isinstance(n, c_ast.ID) and n.name in names:
+            t = scope.type_of(n.name)                 # (an array parameter is a pointer)
+            return ctype.Pointer(t.of) if isinstance(t, ctype.Array) else t
+        return scope.type_of_expr(n)
+
+    def in_copy(n: c_ast.Node) -> bool:
+        if isinstance(n, c_ast.ID):
+            return True
+        if isinstance(n, c_ast.UnaryOp) and n.op == "*":
+            return False
+        if isinstance(n, c_ast.StructRef):
+            return n.type != "->" and in_copy(n.name)
+        if isinstance(n, c_ast.ArrayRef):
+            t = type_of(n.name)
+            if isinstance(t, ctype.Pointer):
+                return False
+            return not isinstance(t, ctype.Array) or in_copy(n.name)
+        return True
+    return in_copy(lvalue)
 
 
 def _whole_argument(param: c_ast.Decl, arg: c_ast.Node, context: Context):

@@ -177,6 +177,8 @@ def _start(init: c_ast.Node | None, name: str):
         if not all(d.init is not None and side_effect_free(d.init, frozenset()) for d in decls):
             return False, []
         mine = [d for d in decls if d.name == name]
+        if {d.name for d in decls} & set().union(*(names_in(d.init) for d in decls)):
+            return False, []             # (`*pa = row, *row = A`: two rows, one name)
         return (mine[0].init, list(decls)) if len(mine) == 1 else (False, [])
     parts = init.exprs if isinstance(init, c_ast.ExprList) else [init]
     mine = [p for p in parts if isinstance(p, c_ast.Assignment) and p.op == "=" and
@@ -185,8 +187,8 @@ def _start(init: c_ast.Node | None, name: str):
                                  isinstance(p.lvalue, c_ast.ID) and
                                  side_effect_free(p.rvalue, frozenset()) for p in parts):
         return False, []
-    if any(name in names_in(p.rvalue) for p in parts):
-        return False, []
+    if {p.lvalue.name for p in parts} & set().union(*(names_in(p.rvalue) for p in parts)):
+        return False, []                 # (`pa = row, row = A`: the bound reads the new row)
     return mine[0].rvalue, list(parts)
 
 
@@ -230,11 +232,18 @@ def _defined(end: c_ast.Node, levels: list):
             if value is None or end.name in names_in(value) or \
                     not side_effect_free(value, frozenset()):
                 return end, []
-            if (since | assigned_names(compound(before[index + 1:]))) & \
-                    (names_in(value) | {end.name}):
+            if (since | _changed(before[index + 1:])) & (names_in(value) | {end.name}):
                 return end, []
             return value, [item]
+        since |= _changed(before)        # (a block between: `{ const float *row = ...; ...`)
     return end, []
+
+
+def _changed(items: list[c_ast.Node]) -> set[str]:
+    """The names `items` set or declare (a name declared again, in a block nearer the loop,
+    means another variable there)."""
+    block = compound(items)
+    return assigned_names(block) | {n.name for n in walk(block) if isinstance(n, c_ast.Decl)}
 
 
 def _difference(end: c_ast.Node, start: c_ast.Node) -> c_ast.Node | None:

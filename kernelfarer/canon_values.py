@@ -9,6 +9,7 @@ import copy
 from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
+from kernelfarer.affine import int_constant
 from kernelfarer.ctype import Scalar, Scope
 
 from kernelfarer.canon_base import (
@@ -207,8 +208,11 @@ def _expr_type(node: c_ast.Node, scope: Scope):
             t = ctype.element(t) if t is not None else None
         return t if isinstance(t, Scalar) else None
     if isinstance(node, c_ast.Constant):
-        if node.type == "int":
-            return ctype.INT
+        if node.type == "int":                # (4294967296 is a long, 0x80000000 unsigned)
+            try:
+                return int_constant(node)[1]
+            except ValueError:
+                return None
         if node.type in ("float", "double"):
             return ctype.FLOAT if node.value.lower().endswith("f") else ctype.DOUBLE
         return None
@@ -216,7 +220,8 @@ def _expr_type(node: c_ast.Node, scope: Scope):
         t = ctype.resolve(node.to_type, scope.typedefs)
         return t if isinstance(t, Scalar) else None
     if isinstance(node, c_ast.UnaryOp) and node.op in ("-", "+"):
-        return _expr_type(node.expr, scope)
+        t = _expr_type(node.expr, scope)
+        return ctype.promote(t) if t is not None else None
     if isinstance(node, c_ast.UnaryOp) and node.op == "*":
         t = scope.type_of_expr(node)
         return t if isinstance(t, Scalar) else None
@@ -346,8 +351,8 @@ def _widens(source: Scalar, target: Scalar) -> bool:
         return False
     if source.kind == "float":
         return target.bits > source.bits
-    if target.spelling == "char":      # plain char: signed or not, as the compile has it
-        return False
+    if target.spelling in ("char", "_Bool"):   # plain char: signed or not, as the compile has
+        return False                          # it; a _Bool holds 0 and 1 (2 becomes 1)
     if source.spelling == "char":
         return target.signed and target.bits > source.bits
     if source.signed:

@@ -499,7 +499,8 @@ void qgemm_dot(int M, int N, int K, const int8_t *a, const int8_t *b, int32_t *c
 """
 
 # Element accessors of the file, inlined (canon_calls.py): getters and a setter on a matrix struct
-# passed by pointer (its `cols` a member, as the bound of a loop too), on one passed by value,
+# passed by pointer (its `cols` a member, as the bound of a loop too), on one passed by value
+# (a setter too: its `data` a pointer, so the store reaches the caller's C),
 # index and element helpers of plain pointers (one nested in another's argument), an int8 getter
 # summed in int32 and a setter adding to C.
 ACCESSORS = """
@@ -540,6 +541,17 @@ void sgemm_by_value(int M, int N, int K, const float *A, const float *B, float *
       for (int k = 0; k < K; k++)
         s += at(a, i, k) * at(b, k, j);
       C[i * N + j] = s;
+    }
+}
+static inline void put(matrix m, int r, int c, float v) { m.data[r * m.cols + c] = v; }
+void sgemm_put_by_value(int M, int N, int K, const float *A, const float *B, float *C) {
+  matrix a = {(float *)A, M, K}, c = {C, M, N};
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      float s = 0.0f;
+      for (int k = 0; k < K; k++)
+        s += at(a, i, k) * B[k * N + j];
+      put(c, i, j, s);
     }
 }
 """
@@ -1032,6 +1044,10 @@ CASES = {
                                             "const double *, const double *, double *);",
                         "double", lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k),
                                                    ("T*", k, n), ("T*", m, n)]),
+    "accessors_setter_by_value": (ACCESSORS_BY_VALUE, "void sgemm_put_by_value(int, int, int, "
+                                  "const float *, const float *, float *);", "float",
+                                  lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k),
+                                                   ("T*", k, n), ("T*", m, n)]),
     "accessors_int8": (ACCESSORS_INT8, "void qgemm_accessors(long, long, long, const int8_t *, "
                                        "const int8_t *, int *);", "int",
                        lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
@@ -1346,6 +1362,45 @@ def test_unsigned_casts_of_sizes_are_checked(tmp_path):
     result = rewrite_file(str(src), RewriteOptions(target="generic", verify=False))
     first = min(result.remarks, key=lambda r: r.location.line)
     assert not first.replaced and "narrowing cast" in first.message(), first.message()
+
+
+ARGUMENT_CONVERSIONS = """
+static float at_b(const float *p, _Bool t, int i) { return p[i + t]; }
+static float at_i(const float *p, int off, int i) { return p[off + i]; }
+void sgemm_bool(int M, int N, int K, const float *A, const float *B, float *C,
+                unsigned char t) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      float s = 0.0f;
+      for (int k = 0; k < K; k++)
+        s += at_b(A, t, i * K + k) * B[k * N + j];
+      C[i * N + j] = s;
+    }
+}
+void sgemm_wide(int M, int N, int K, const float *A, const float *B, float *C) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      float s = 0.0f;
+      for (int k = 0; k < K; k++)
+        s += at_i(A, 4294967296 + i * K, k) * B[k * N + j];
+      C[i * N + j] = s;
+    }
+}
+"""
+
+
+def test_accessor_arguments_keep_their_conversions(tmp_path):
+    """An argument converted to its parameter's type keeps the conversion when inlined: an
+    unsigned char 2 passed as a `_Bool` is 1, 4294967296 + i*K (a long) passed as an int is i*K.
+    Read as they are, both nests would be GEMMs of other elements of A; converted, neither index
+    is affine."""
+    src = tmp_path / "conv.c"
+    src.write_text(ARGUMENT_CONVERSIONS)
+    result = rewrite_file(str(src), RewriteOptions(target="generic", verify=False))
+    assert len(result.remarks) == 2 and not any(r.replaced for r in result.remarks), \
+        [r.message() for r in result.remarks]
+    assert all("at_" not in r.message() for r in result.remarks), \
+        [r.message() for r in result.remarks]
 
 
 @pytest.fixture(scope="module")

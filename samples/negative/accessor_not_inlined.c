@@ -2,7 +2,8 @@
  * reading a file-scope array (where the nest is, the name could be another object), one checking
  * its bounds (a condition), one converting a float element to double (a double sum), a setter
  * that also counts its calls, a setter storing a float sum into an int element, an argument with
- * a side effect, and a struct behind a volatile pointer. */
+ * a side effect, a struct behind a volatile pointer, and a setter storing into an array member of
+ * a struct it takes by value (its own copy: the caller's C never changes). */
 /* expect: call to 'tget' in the loop body */
 /* expect: call to 'cget' in the loop body */
 /* expect: conversion to 'double' in the loop body */
@@ -10,6 +11,7 @@
 /* expect: not a floating-point scalar */
 /* expect: call to 'get' in the loop body */
 /* expect: is volatile */
+/* expect: call to 'set_copy' in the loop body */
 typedef struct { int rows, cols; float *data; } mat;
 float table[64 * 64];
 static float tget(int r, int c) { return table[r * 64 + c]; }
@@ -21,6 +23,8 @@ static float get(const mat *m, int r, int c) { return m->data[r * m->cols + c]; 
 static long stores;
 static void set_counted(mat *m, int r, int c, float v) { m->data[r * m->cols + c] = v; stores++; }
 static void seti(int *p, int ld, int r, int c, int v) { p[r * ld + c] = v; }
+typedef struct { float d[64]; int n; } block64;
+static void set_copy(block64 m, int r, int c, float v) { m.d[r * 8 + c] = v; }
 static float vget(volatile mat *m, int r, int c) { return m->data[r * m->cols + c]; }
 
 void global_table(int M, int N, int K, const float *B, float *C) {
@@ -85,5 +89,14 @@ void through_volatile(volatile mat *a, volatile mat *b, mat *c) {
             for (int k = 0; k < a->cols; k++)
                 s += vget(a, i, k) * vget(b, k, j);
             c->data[i * c->cols + j] = s;
+        }
+}
+void into_a_copy(int M, int N, int K, const float *A, const float *B, block64 *C) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float s = 0.0f;
+            for (int k = 0; k < K; k++)
+                s += A[i * K + k] * B[k * N + j];
+            set_copy(*C, i, j, s);
         }
 }

@@ -2,7 +2,9 @@
  * a pointer stepped by two elements, one stepped only when its element is not zero, a bound the
  * loop moves, a bound counted in bytes (a char pointer cast), a continue that skips the step, and
  * the pointer stepped twice per iteration; C89 pointers declared before the nest: one read after
- * it (its final value would change), one read in the nest before it is set. */
+ * it (its final value would change), one read in the nest before it is set; a for loop whose
+ * initialization sets the row its bound reads after the pointer took the old one, or declares a
+ * second row of the same name. */
 /* expect: pointer 'end' is set from 'pa' */
 /* expect: pointer 'end' is set from 'pa' */
 /* expect: pointer 'end' is set from 'pa' */
@@ -11,6 +13,8 @@
 /* expect: pointer 'end' is set from 'pa' */
 /* expect: 'pa' is used after the nest */
 /* expect: 'pb' is assigned in the loop nest */
+/* expect: loop initialization is not 'v = start' */
+/* expect: 'row' = 'A' is not an integer */
 void by_two(int M, int N, int K, const float *A, const float *B, float *C) {
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++) {
@@ -121,5 +125,25 @@ void carried(int M, int N, int K, const double *A, const double *B, double *C)
                 pb += N;
             }
             C[i * N + j] = sum;
+        }
+}
+void reset_in_init(int M, int N, int K, const float *A, const float *B, float *C) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            const float *row = A + i * K, *pb = B + j, *pa;
+            float acc = 0.0f;
+            for (pa = row, row = A + (i / 2) * K; pa < row + K; pa++, pb += N)
+                acc += *pa * *pb;
+            C[i * N + j] = acc;
+        }
+}
+void two_rows_in_init(int M, int N, int K, const float *A, const float *B, float *C) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            const float *row = A + i * K, *pb = B + j;
+            float acc = 0.0f;
+            for (const float *pa = row, *row = A + (i / 2) * K; pa < row + K; pa++, pb += N)
+                acc += *pa * *pb;
+            C[i * N + j] = acc;
         }
 }
