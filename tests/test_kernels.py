@@ -148,6 +148,7 @@ void t_direct(long k, const {I} *a, long rsa, long csa, const {I} *b, long rsb, 
               long m, long n, {T} alpha, {T} beta, int load_c);
 extern long kernelfarer_direct_calls;
 extern long kernelfarer_thin_calls;
+extern long kernelfarer_stream_calls;
 """
 
 
@@ -162,6 +163,8 @@ def library_source(plan: KernelPlan) -> str:
         text += "long kernelfarer_direct_calls;\n"
     if not plan.thin_name:
         text += "long kernelfarer_thin_calls;\n"
+    if not (plan.direct and plan.direct_policy.stream_k):
+        text += "long kernelfarer_stream_calls;\n"
     return text
 
 
@@ -986,6 +989,35 @@ def test_epilogue_panel_by_panel_and_after(builds, target, dtype) -> None:
                 lib.gemm(rng, m, n, k, ta=True, cpad=cpad, load_c=0, epilogue="prog")
                 if variant in ("tiny-packed", "tiny-chunks") and lib.plan.tile_prog:
                     assert lib.lib.kernelfarer_tile_programs == before + 2, (variant, m, n, k)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
+@pytest.mark.parametrize("target", RUN_TARGETS)
+def test_short_k_streams_c_row_by_row(builds, target, dtype) -> None:
+    """k of 1 .. stream_k on the direct path, B's rows contiguous, no epilogue: C updated a row
+    at a time by plain loops (plan.direct_policy); exact against the reference with alpha, beta,
+    load_c (C not read without it: NaNs there), transposed and padded A, C's rows 4 KiB apart.
+    One k past it, and B transposed (k > 1), take the register tiles as before."""
+    skip_unless_runs(target)
+    lib = builds.library(target, dtype, "default")
+    stream_k = lib.plan.direct_policy.stream_k if lib.plan.direct else 0
+    if not stream_k:
+        pytest.skip(f"{target} {dtype.letter}: no direct path streaming C here")
+    rng = np.random.default_rng(11)
+    way_elems = 4096 // np.dtype(NUMPY_C[dtype]).itemsize
+    shapes = [(5, 5, 1), (13, 17, 2), (lib.plan.mr + 1, lib.plan.nr * 3 + 5, 3), (40, 129, 4),
+              (9, 67, stream_k), (9, 67, stream_k + 1), (31, 200, 1)]
+    streamed = 0
+    for m, n, k in shapes:
+        for kw in ({}, dict(alpha=2, beta=3), dict(alpha=-1, beta=0, load_c=0, nan_c=True),
+                   dict(ta=True, pad=3), dict(cpad=way_elems - n), dict(tb=True)):
+            before = lib.lib.kernelfarer_stream_calls
+            lib.gemm(rng, m, n, k, **kw)
+            calls = lib.lib.kernelfarer_stream_calls - before
+            contiguous = not kw.get("tb") or k == 1            # (B's rows: one element each)
+            assert calls == int(k <= stream_k and contiguous), (m, n, k, kw)
+            streamed += calls
+    assert streamed > 0
 
 
 # -- bf16 and fp16 on the float kernel (widened at packing) ------------------------------------------
