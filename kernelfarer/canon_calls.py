@@ -512,17 +512,25 @@ def _in_a_copy(lvalue: c_ast.Node, func: c_ast.FuncDef, context: Context) -> boo
             return ctype.Pointer(t.of) if isinstance(t, ctype.Array) else t
         return scope.type_of_expr(n)
 
+    def from_copy(n: c_ast.Node) -> bool:
+        # a pointer computed from an array of the copy (`*(m.d + i)`, `(m.d + r)[c]`, `*m.d[r]`)
+        for node in walk(n):
+            if isinstance(node, (c_ast.ID, c_ast.StructRef, c_ast.ArrayRef)) \
+                    and isinstance(type_of(node), ctype.Array) and in_copy(node):
+                return True
+        return False
+
     def in_copy(n: c_ast.Node) -> bool:
         if isinstance(n, c_ast.ID):
             return True
         if isinstance(n, c_ast.UnaryOp) and n.op == "*":
-            return False
+            return from_copy(n.expr)
         if isinstance(n, c_ast.StructRef):
             return n.type != "->" and in_copy(n.name)
         if isinstance(n, c_ast.ArrayRef):
             t = type_of(n.name)
             if isinstance(t, ctype.Pointer):
-                return False
+                return from_copy(n.name)
             return not isinstance(t, ctype.Array) or in_copy(n.name)
         return True
     return in_copy(lvalue)

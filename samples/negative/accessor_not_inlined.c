@@ -12,6 +12,7 @@
 /* expect: call to 'get' in the loop body */
 /* expect: is volatile */
 /* expect: call to 'set_copy' in the loop body */
+/* expect: call to 'set_copy_at' in the loop body */
 typedef struct { int rows, cols; float *data; } mat;
 float table[64 * 64];
 static float tget(int r, int c) { return table[r * 64 + c]; }
@@ -25,6 +26,7 @@ static void set_counted(mat *m, int r, int c, float v) { m->data[r * m->cols + c
 static void seti(int *p, int ld, int r, int c, int v) { p[r * ld + c] = v; }
 typedef struct { float d[64]; int n; } block64;
 static void set_copy(block64 m, int r, int c, float v) { m.d[r * 8 + c] = v; }
+static void set_copy_at(block64 m, int r, int c, float v) { *(m.d + r * 8 + c) = v; }
 static float vget(volatile mat *m, int r, int c) { return m->data[r * m->cols + c]; }
 
 void global_table(int M, int N, int K, const float *B, float *C) {
@@ -98,5 +100,15 @@ void into_a_copy(int M, int N, int K, const float *A, const float *B, block64 *C
             for (int k = 0; k < K; k++)
                 s += A[i * K + k] * B[k * N + j];
             set_copy(*C, i, j, s);
+        }
+}
+void into_a_copy_through_a_pointer(int M, int N, int K, const float *A, const float *B,
+                                   block64 *C) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float s = 0.0f;
+            for (int k = 0; k < K; k++)
+                s += A[i * K + k] * B[k * N + j];
+            set_copy_at(*C, i, j, s);
         }
 }
