@@ -124,6 +124,8 @@ class KernelPlan:
     direct_base_rows: tuple[int, ...] = ()
     direct_policy: DirectPolicy | None = None
     thin_name: str = ""                 # the thin path (shape.thin), or ""
+    thin_c_bytes: int = 0               # C's rows of at most this many bytes (half of L1): the
+                                        # axpy form's k blocks are thin.stream_block rows of B
     # Threads of the packed path (OpenMP, when the file is compiled with it): 0, none (no OpenMP
     # code at all); THREADS_AUTO, as many as OpenMP offers (OMP_NUM_THREADS); n > 1, at most n.
     threads: int = 0
@@ -464,6 +466,7 @@ def make_plan(target: Target, dtype: DType, *, caches: Caches | None = None,
         direct_policy=direct_policy(dtype, caches, nr=shape.nr,
                                     direct_mr=shape.direct_mr or shape.mr) if direct else None,
         thin_name=f"{base}_thin" if shape.thin else "",
+        thin_c_bytes=caches.l1d.size // 2 if shape.thin else 0,
         threads=0 if threads == 1 else threads,
         tile_prog=shape.template in TILE_PROGRAM_TEMPLATES and dtype.kind == "float"
         and dtype.size >= 4,           # fp16 sums: no epilogue is taken (recognize.py)

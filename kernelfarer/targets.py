@@ -117,6 +117,9 @@ class ThinShape:
     dot_min_k: int               # the dot form from this k on: each element's sum of lanes
                                  # costs more than a shorter dot saves
     k_block: int = 256           # k rows of B per axpy block (C is updated once per block)
+    stream_block: int = 8        # ... where C's rows fit half of L1 (plan.thin_c_bytes): B's rows
+                                 # read as this many streams, not k_block (Zen 5, f32, 1 x 2048 x
+                                 # 2048: 25.9 -> 40.4 GFLOP/s; 3 x 1024 x 4096: 84 -> 134)
     decline_k: int = 0           # problems no form takes whose C has at most decline_n columns
     decline_n: int = 3           # and k below decline_k run the user's loops: the register tiles
                                  # of the other paths are mostly empty there (decline_k 0: never)

@@ -652,6 +652,31 @@ def test_short_dots_of_one_column_or_row(builds, target, dtype) -> None:
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
+@pytest.mark.parametrize("target", ["x86-avx2", "x86-avx512", EMULATED])
+def test_thin_axpy_blocks_of_k(builds, target, dtype) -> None:
+    """The axpy form's k blocks: ThinShape.stream_block rows of B where C's rows fit
+    plan.thin_c_bytes and are contiguous, k_block otherwise (C a column, seen transposed, is
+    strided).  k one below and above each block's multiple, C's width at the line and one past it,
+    every scalar case: exact, on the thin path."""
+    skip_unless_runs(target)
+    lib = builds.library(target, dtype, "default", always_fast=False)
+    plan = lib.plan
+    stream, long_block = plan.thin.stream_block, plan.thin.k_block
+    assert plan.thin_c_bytes > 0 and 1 < stream < long_block
+    rng = np.random.default_rng(13)
+    ks = (stream - 1, stream + 1, 2 * stream + 3, long_block + 1)
+    for rows in (1, 3):
+        line = plan.thin_c_bytes // (rows * dtype.size)
+        for i, k in enumerate(ks):
+            alpha, beta, load_c = SCALARS[i % len(SCALARS)]
+            for m, n, ta in ((rows, line, False), (rows, line + 1, False), (rows, 37, True),
+                             (line // 4, rows, True)):
+                before = lib.thin_calls
+                lib.gemm(rng, m, n, k, ta=ta, alpha=alpha, beta=beta, load_c=load_c)
+                assert lib.thin_calls == before + 1, (m, n, k)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
 @pytest.mark.parametrize("target", RUN_TARGETS)
 def test_driver_layouts_and_scalars(builds, target, dtype) -> None:
     """Every combination of A and B transposed, leading-dimension padding, alpha, beta and load_c
