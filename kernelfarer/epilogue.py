@@ -196,7 +196,7 @@ class PureFunctions(frozenset):
         self.errno_free = frozenset(errno_free)    # ... and never set errno (nor what they call)
         self.defs = dict(defs or {})               # the file's own: name -> FuncDef
         # ... those that widen bf16 bits (widen.py): name -> their parameter's type; and why
-        # the ones that look like such a helper are not one
+        # the ones that look like such a helper (or like any helper: a weak one) are not one
         self.widenings = dict(widenings or {})
         self.near_widenings = dict(near_widenings or {})
         # ... those of one `return <expr>;` of value parameters the Evaluator reads through

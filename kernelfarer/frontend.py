@@ -232,6 +232,7 @@ class TranslationUnit:
     identifiers: frozenset[str] = frozenset()   # every identifier of the preprocessed file
     skipped: tuple = ()      # parsefix.Skipped: functions the parser could not read, left out
     char_unsigned: bool = False    # plain char is unsigned in the compile (__CHAR_UNSIGNED__)
+    weak: frozenset[str] = frozenset()  # functions declared weak: another definition may win
 
 
 def load(path: str, cppflags: tuple[str, ...] = (), *, preprocessed: str | None = None,
@@ -245,4 +246,4 @@ def load(path: str, cppflags: tuple[str, ...] = (), *, preprocessed: str | None 
     text = preprocessed if preprocessed is not None else preprocess(path, cppflags)
     ast, skipped = parsefix.parse(hollow_bodies(text) if hollow else text, path)
     return TranslationUnit(source=source, ast=ast, identifiers=identifiers(text),
-                           skipped=tuple(skipped))
+                           skipped=tuple(skipped), weak=parsefix.weak_functions(text))

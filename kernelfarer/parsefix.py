@@ -18,6 +18,9 @@ is never taken for pure arithmetic), a label whose address is taken counts as a 
 - C23 attributes `[[...]]` are dropped; `x ?: y` becomes `x ? 0 : y` (a conditional expression
   is never part of a rewritten nest).
 
+Of the attributes dropped, `weak` is read first (`weak_functions`): a weak function's body is not
+what its calls run where another file defines it, so it is never inlined nor read as pure.
+
 `parse` parses that text; when a function still does not parse, its body is emptied (its
 declaration stays for the rest of the file) and the parse is tried again, so every other nest of
 the file is still considered.  What was left out is reported with its line and column.
@@ -25,6 +28,7 @@ the file is still considered.  What was left out is reported with its line and c
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from pycparser import c_ast, c_parser
@@ -186,6 +190,55 @@ def _retyped(tokens: list[Token]) -> dict[int, str]:
             out[words[0]] = "__kf_auto"
             out.update({k: "" for k in words[1:]})
     return out
+
+
+# -- weak definitions ---------------------------------------------------------------------------
+#
+# A weak function's body in this file need not be what its calls run: a strong definition in
+# another file replaces it at link time.  Its body is never inlined nor trusted to be pure.
+
+_WEAK = frozenset(["weak", "__weak__", "weakref", "__weakref__"])
+_PRAGMA_WEAK = re.compile(r"#\s*pragma\s+weak\s+([A-Za-z_]\w*)")
+
+
+def weak_functions(text: str) -> frozenset[str]:
+    """The names declared weak in the (preprocessed) text: by `#pragma weak name`, or by a
+    `weak` attribute (`__attribute__((weak))`, `[[gnu::weak]]`) on any declaration of them.
+    Every function declarator of the declaration holding the attribute counts."""
+    if "weak" not in text:
+        return frozenset()
+    tokens = tokenize(text)
+    out: set[str] = set()
+    for i, tok in enumerate(tokens):
+        if tok.kind == "directive":
+            if m := _PRAGMA_WEAK.match(tok.text.lstrip()):
+                out.add(m.group(1))
+            continue
+        if tok.text == "__kf_attribute" and i + 1 < len(tokens) and tokens[i + 1].text == "(":
+            close = _matching(tokens, i + 1)
+        elif tok.text == "[" and i + 1 < len(tokens) and tokens[i + 1].text == "[":
+            close = _attribute_end(tokens, i)
+        else:
+            continue
+        if close is None or not any(t.text in _WEAK for t in tokens[i:close]):
+            continue
+        out.update(_declarators(tokens, i, close))
+    return frozenset(out)
+
+
+def _declarators(tokens: list[Token], first: int, last: int) -> list[str]:
+    """The names followed by `(` in the declaration around tokens[first:last] (an attribute):
+    from the `;`, `{` or `}` before it to the `;` or `{` after it, parentheses skipped over."""
+    start = first
+    while start > 0 and tokens[start - 1].text not in (";", "{", "}"):
+        start -= 1
+    end, depth = last + 1, 0
+    while end < len(tokens) and not (depth == 0 and tokens[end].text in (";", "{")):
+        depth += {"(": 1, ")": -1}.get(tokens[end].text, 0)
+        end += 1
+    return [tokens[k].text for k in range(start, min(end, len(tokens) - 1))
+            if tokens[k].kind == "ident" and tokens[k + 1].text == "(" and
+            not first <= k <= last and tokens[k].text != "__kf_attribute"]
 
 
 def _attribute_end(tokens: list[Token], i: int) -> int | None:

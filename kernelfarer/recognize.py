@@ -77,7 +77,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     for stmt in nest.pre:
         if isinstance(stmt, c_ast.Decl) and isinstance(stmt.type, c_ast.PtrDecl):
             ev.alias(stmt)
-    c_access = _find_store(nest, scope, conv, ev.aliases)
+    c_access = _find_store(nest, scope, conv, ev.aliases, ev.near_widenings)
     e = c_access.elem
     c_store = ""           # C's element type where it is not the sums' (spec.c_store)
     conversion = None      # ... how int sums become C's floats (spec.conversion)
@@ -394,7 +394,9 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
 
 
 
-def _find_store(nest: LoopNest, scope: Scope, conv: IndexConverter, aliases: dict) -> Access:
+def _find_store(nest: LoopNest, scope: Scope, conv: IndexConverter, aliases: dict,
+                why_not: dict) -> Access:
+    """The one array element the nest stores; `why_not`: why a called function was not read."""
     stores = []
     for stmt in (*nest.pre, *nest.body, *nest.post):
         if isinstance(stmt, c_ast.Assignment) and isinstance(stmt.lvalue, c_ast.ArrayRef):
@@ -403,8 +405,9 @@ def _find_store(nest: LoopNest, scope: Scope, conv: IndexConverter, aliases: dic
         calls = [stmt.name for stmt in (*nest.pre, *nest.body, *nest.post)
                  if isinstance(stmt, c_ast.FuncCall)]
         if calls:
-            raise NotGemm(f"call to '{_GEN.visit(calls[0])}' in the loop body: the nest stores to "
-                          "no array it shows")
+            name = _GEN.visit(calls[0])
+            raise NotGemm(f"call to '{name}' in the loop body: " + why_not.get(
+                name, "the nest stores to no array it shows"))
         raise NotGemm("the nest stores to no array")
     first = stores[0]
     for other in stores[1:]:

@@ -177,10 +177,16 @@ class _Walker:
         self.candidates: list[Candidate] = []
         self.pragma_loops: set[int] = set()     # loops that directly follow a #pragma
         self.parallel_loops: set[int] = set()   # ... an OpenMP `parallel` one
-        self.functions = pure_functions(tu.ast)  # calls an epilogue may make
-        self.min_functions = min_functions(tu.ast)
-        self.dot_functions = dot_functions(tu.ast)
-        self.accessors = accessor_functions(tu.ast, skip=self.functions.widenings)
+        # A weak definition may not be the one its calls run: none is read as a helper.
+        own = c_ast.FileAST([ext for ext in tu.ast.ext if not (
+            isinstance(ext, c_ast.FuncDef) and ext.decl.name in tu.weak)])
+        self.functions = pure_functions(own)  # calls an epilogue may make
+        self.min_functions = min_functions(own)
+        self.dot_functions = dot_functions(own)
+        self.accessors = accessor_functions(own, skip=self.functions.widenings)
+        for name in tu.weak:
+            self.functions.near_widenings[name] = (
+                f"'{name}' is weak: another file's definition may replace the one seen here")
 
     def function(self, func: c_ast.FuncDef, scope: Scope) -> None:
         self.func = func

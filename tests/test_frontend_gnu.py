@@ -267,3 +267,28 @@ def test_a_nest_whose_body_is_chosen_by_if_0_is_left_alone(tmp_path):
     assert result.replaced == 0 and result.text == gemm
     (remark,) = [r for r in result.remarks if r.kind == "gemm"]
     assert "preprocessor directive ('#if'" in remark.message()
+
+
+WEAK_SPELLINGS = """
+__attribute__((weak)) float a1(float x) { return x; }
+float __attribute__((__weak__)) a2(float x) { return x; }
+float a3(float x) __attribute__((weak)), a4(float y);
+[[gnu::weak]] float a5(float x) { return x; }
+#pragma weak a6
+# pragma weak a7 = a1
+static float n1(float x) __attribute__((always_inline, unused));
+float n2(float x) { __attribute__((unused)) float y = x; return y; }
+float n3(float v[4]) { return v[0]; }
+struct s { int k; } __attribute__((weak)) a8(void) { struct s r = {0}; return r; }
+"""
+
+
+def test_weak_functions_in_every_spelling(tmp_path):
+    """`weak` on any declaration of a function, in GNU or C23 attribute form or by pragma, marks
+    it (its body here may not be what runs); another attribute does not, nor does a weak one
+    mark the functions around it."""
+    from kernelfarer import frontend
+    src = tmp_path / "weak.c"
+    src.write_text(WEAK_SPELLINGS)
+    weak = frontend.load(str(src)).weak
+    assert weak == {"a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8"}

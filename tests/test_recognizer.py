@@ -245,6 +245,28 @@ def test_negative_sample_is_left_alone(tmp_path, path) -> None:
     assert len(remarks) == len(nests)
 
 
+WEAK_MARKERS = re.compile(r"__attribute__\(\((?:noinline, )?(?:__)?weak(?:__)?\)\)|"
+                          r"\[\[gnu::weak\]\]|#pragma weak \w+")
+
+
+def test_weak_helpers_are_gemms_once_strong(tmp_path) -> None:
+    """What keeps weak_helpers.c's nests as written is the helpers being weak, nothing else:
+    with the markers taken out, the same file's seven GEMMs are all replaced."""
+    path = NEGATIVE / "weak_helpers.c"
+    strong, markers = WEAK_MARKERS.subn("", path.read_text())
+    assert markers == 8 and "weak))" not in strong.replace("__weak__", "")
+    src, report = tmp_path / "strong.c", tmp_path / "report.json"
+    src.write_text(strong)
+    done = run_cli("rewrite", src, "-o", tmp_path / "out.c", "--report", report,
+                   "--target", TARGET)
+    assert done.returncode == 0, done.stderr
+    lines = strong.splitlines()
+    first_loops = [n + 2 for n, line in enumerate(lines) if line.startswith("void weak_")]
+    assert len(first_loops) == 7 and all("for (" in lines[n - 1] for n in first_loops)
+    replaced = [e["line"] for e in json.loads(report.read_text())["nests"] if e["replaced"]]
+    assert replaced == first_loops
+
+
 @pytest.mark.parametrize("product, described", [
     ("a[i * k + p] * b[p * n + j]", "c += a * b"),
     ("b[p * n + j] * a[i * k + p]", "c += a * b"),          # factors written the other way
