@@ -124,12 +124,13 @@ class Poly:
         parts = []
         for m, c in self.terms:
             factors = [f"({cast})({render(s)})" for s in m]
+            sign, digits = (False, c_literal(c)) if abs(c) >= 2**63 else (c < 0, str(abs(c)))
             if not factors:
-                parts.append((c < 0, str(abs(c))))
+                parts.append((sign, digits))
                 continue
             if abs(c) != 1:
-                factors.insert(0, str(abs(c)))
-            parts.append((c < 0, " * ".join(factors)))
+                factors.insert(0, digits)
+            parts.append((sign, " * ".join(factors)))
         text = ("-" if parts[0][0] else "") + parts[0][1]
         for negative, body in parts[1:]:
             text += (" - " if negative else " + ") + body
@@ -206,6 +207,9 @@ class IndexConverter:
 
     def convert(self, node: c_ast.Node) -> Poly:
         poly, _ = self._convert(node)
+        if any(not -2**63 <= c < 2**63 for _, c in poly.terms):
+            # signed arithmetic that overflows in the original: no 64-bit value to compute it by
+            raise NotAffine(f"the index {poly.pretty()} does not fit in 64 bits")
         return poly
 
     def type_of(self, node: c_ast.Node) -> Scalar:
@@ -219,7 +223,9 @@ class IndexConverter:
                     raise NotAffine("character constant in an index")
                 raise NotAffine(f"non-integer constant {node.value} in an index")
             value, t = int_constant(node)
-            return Poly.const(value), t
+            if t.signed and value >= 2**63:
+                raise NotAffine(f"integer literal {node.value} is too large for a signed type")
+            return _modular(Poly.const(value), t), t
         if isinstance(node, c_ast.ID) and node.name in self.values:
             return self._convert(self.values[node.name])
         if isinstance(node, (c_ast.ID, c_ast.StructRef)) or is_deref(node):
@@ -241,7 +247,7 @@ class IndexConverter:
                 p, t = self._convert(node.expr)
                 t = ctype.promote(t)
                 self._check_wrap(t, "-", None)
-                return -p, t
+                return _modular(-p, t), t
             if node.op == "+":
                 p, t = self._convert(node.expr)
                 return p, ctype.promote(t)
@@ -255,7 +261,7 @@ class IndexConverter:
             result = left + right if node.op == "+" else left - right if node.op == "-" \
                 else left * right
             self._check_wrap(t, node.op, result if node.op != "-" else None)
-            return result, t
+            return _modular(result, t), t
         if isinstance(node, c_ast.Cast):
             target = ctype.resolve(node.to_type, self.scope.typedefs)
             if not isinstance(target, Scalar) or target.kind != "int":
@@ -271,7 +277,7 @@ class IndexConverter:
                     self.sign_checks.append(p)
                     return p, ctype.strip_qualifiers(target)
                 raise NotAffine(f"narrowing cast to {target.spelling} in an index")
-            return p, ctype.strip_qualifiers(target)
+            return _modular(p, target), ctype.strip_qualifiers(target)
         raise NotAffine(f"{_describe(node)} in an index")
 
     def _check_wrap(self, t: Scalar, op: str, value: Poly | None) -> None:
@@ -282,6 +288,27 @@ class IndexConverter:
             if value is None or not self.allow_wrap_checks:
                 raise NotAffine(f"'{op}' in {t.spelling} index arithmetic may wrap around")
             self.wrap_checks.append((value, t.bits))
+
+
+def c_literal(value: int) -> str:
+    """An integer as C source that clang takes without a warning: 2**63 - 1 is the largest
+    signed literal, so -2**63 is spelled as a difference and [2**63, 2**64) as unsigned long."""
+    if value == -2**63:
+        return "(-9223372036854775807L - 1)"
+    if 2**63 <= value < 2**64:
+        return f"{value}UL"
+    if not -2**63 < value < 2**63:
+        raise ValueError(f"{value} does not fit in 64 bits")
+    return str(value)
+
+
+def _modular(p: Poly, t: Scalar) -> Poly:
+    """`p` as the 64-bit unsigned arithmetic of type `t` computes it: each coefficient modulo
+    2**64, as the signed 64-bit value of the same bits (`k + 0xFFFFFFFFFFFFFFFF + 1` is `k`).  An
+    address, a 64-bit sum or a bound compared as unsigned long is the same for either."""
+    if t.kind != "int" or t.signed or t.bits != 64:
+        return p
+    return Poly.of({m: (c + 2**63) % 2**64 - 2**63 for m, c in p.terms})
 
 
 def symbol_text(node: c_ast.Node) -> str:

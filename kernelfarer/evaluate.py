@@ -113,7 +113,8 @@ class Evaluator:
                         and _float_value(inner) == 0.0:
                     raise NotGemm(f"negative zero constant -{inner.value}: its sign is not "
                                   "kept by a scale of zero")
-                return lin_scale(self.value(node.expr, state), Poly.const(-1))
+                return self._integer_arithmetic(
+                    node, lin_scale(self.value(node.expr, state), Poly.const(-1)))
             if node.op == "+":
                 return self.value(node.expr, state)
             raise NotGemm(f"operator '{node.op}' in the loop body")
@@ -138,10 +139,12 @@ class Evaluator:
                 raise NotGemm(f"the {what} '{_one_line(node)}' of 16-bit floats is rounded to 16 "
                               "bits in C (convert the operands to float to sum exact products)")
             if node.op in ("+", "-"):
-                return lin_add(self.value(node.left, state), self.value(node.right, state),
-                                1 if node.op == "+" else -1)
+                return self._integer_arithmetic(node, lin_add(
+                    self.value(node.left, state), self.value(node.right, state),
+                    1 if node.op == "+" else -1))
             if node.op == "*":
-                return self._multiply(self.value(node.left, state), self.value(node.right, state))
+                return self._integer_arithmetic(node, self._multiply(
+                    self.value(node.left, state), self.value(node.right, state)))
             raise NotGemm(f"operator '{node.op}' in the loop body (not a (x, +) computation)")
         if isinstance(node, c_ast.FuncCall):
             name = _GEN.visit(node.name)
@@ -195,18 +198,54 @@ class Evaluator:
         if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-", "*", "/"):
             widths = (self._float_bits(node.left), self._float_bits(node.right))
             return None if None in widths else max(widths)
-        if isinstance(node, c_ast.Cast):
-            t = ctype.resolve(node.to_type, self.scope.typedefs)
-        elif isinstance(node, c_ast.ArrayRef):
-            try:
-                t = flatten_access(node, self.scope, self.conv, self.aliases).elem
-            except (NotGemm, NotAffine):
-                return None
-        else:
-            t = self.scope.type_of_expr(node)
+        t = self._leaf_type(node)
         if not isinstance(t, Scalar):
             return None
         return t.bits if t.kind == "float" else 0
+
+    def _integer_type(self, node: c_ast.Node) -> Scalar | None:
+        """The type C computes an integer expression in (constants, integer scalars and
+        elements, + - *, casts), promoted; None for a floating or unknown one."""
+        if isinstance(node, c_ast.Constant):
+            if node.type == "char" or "int" not in node.type:
+                return None
+            return ctype.promote(_int_value(node)[1])
+        if isinstance(node, c_ast.UnaryOp) and node.op in ("-", "+"):
+            return self._integer_type(node.expr)
+        if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-", "*"):
+            left, right = self._integer_type(node.left), self._integer_type(node.right)
+            return None if left is None or right is None else ctype.usual_conversion(left, right)
+        t = self._leaf_type(node)
+        return ctype.promote(t) if isinstance(t, Scalar) and t.kind == "int" else None
+
+    def _leaf_type(self, node: c_ast.Node):
+        """The type of a cast, an element or a named scalar (None where it is not known)."""
+        if isinstance(node, c_ast.Cast):
+            return ctype.resolve(node.to_type, self.scope.typedefs)
+        if isinstance(node, c_ast.ArrayRef):
+            try:
+                return flatten_access(node, self.scope, self.conv, self.aliases).elem
+            except (NotGemm, NotAffine):
+                return None
+        return self.scope.type_of_expr(node)
+
+    def _integer_arithmetic(self, node: c_ast.Node, value: Lin) -> Lin:
+        """`value`, what `node` computes, where C computes it so.  Unsigned integer arithmetic
+        wraps modulo 2**bits in C (`K - 4u` is 4294967295 where K is 3), and the kernels compute a
+        scale or an operand as the integer it is: the same modulo 2**w only in an integer GEMM of
+        w <= bits.  Signed constant arithmetic must not overflow (the original's is undefined)."""
+        t = self._integer_type(node)
+        if t is None:
+            return value
+        if t.signed:
+            if set(value) == {"one"} and value["one"].is_const() and \
+                    not -2**(t.bits - 1) <= value["one"].const_value() < 2**(t.bits - 1):
+                raise NotGemm(f"'{_one_line(node)}' overflows {t.spelling}")
+            return value
+        if self.dtype is not None and self.dtype.kind == "int" and self.dtype.size * 8 <= t.bits:
+            return value
+        raise NotGemm(f"'{_one_line(node)}' is {t.spelling} arithmetic, which wraps around in C "
+                      f"where the {self.dtype.ctype if self.dtype else 'sum'}'s would not")
 
     def _constant(self, node: c_ast.Constant) -> Lin:
         if node.type == "long double":

@@ -18,7 +18,8 @@ from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
 from kernelfarer.access import Access, flatten_access, row_stride_symbol
-from kernelfarer.affine import IndexConverter, NotAffine, Poly, is_deref, symbol_root, symbol_text
+from kernelfarer.affine import (IndexConverter, NotAffine, Poly, c_literal, is_deref, symbol_root,
+                                symbol_text)
 from kernelfarer.canon_base import assigned_names, computes_value, names_in, walk
 from kernelfarer.canonical import Canonical
 from kernelfarer.ctype import DOUBLE, FLOAT, Scalar, Scope
@@ -1029,13 +1030,24 @@ def _trip_count(loop) -> str:
 
 
 def _scalar_c(poly: Poly, dtype: DType) -> str:
+    """alpha or beta in C, each factor converted to the GEMM's type.  An integer GEMM's
+    coefficients are taken modulo 2**w as its arithmetic is; a floating one's must be a 64-bit
+    integer (the original's constant arithmetic would have overflowed otherwise)."""
     if poly == Poly.const(1):
         return "1"
+    if dtype.kind == "int":
+        w = 8 * dtype.size
+        poly = Poly.of({m: (c + 2**(w - 1)) % 2**w - 2**(w - 1) for m, c in poly.terms})
+        if poly.is_zero():
+            return f"(({dtype.ctype})0)"
     parts = []
     for monomial, coef in poly.terms:
         factors = [f"({dtype.ctype})({s})" for s in monomial]
         if coef != 1 or not factors:
-            factors.insert(0, f"({dtype.ctype})({coef})")
+            try:
+                factors.insert(0, f"({dtype.ctype})({c_literal(coef)})")
+            except ValueError:
+                raise NotGemm(f"the constant factor {coef} overflows 64-bit integers") from None
         parts.append(" * ".join(factors))
     return "(" + " + ".join(parts) + ")"
 

@@ -254,6 +254,26 @@ void lgemm(long n, long m, long p, long *C, const long *A, const long *B) {
 }
 """
 
+# Integer scales in unsigned arithmetic: C wraps them modulo 2**32 (2**64), as an int (long) GEMM's
+# own arithmetic does, so they are taken (a float GEMM's are not: samples/negative)
+UNSIGNED_SCALES = """
+void iscaled(int n, int m, int p, int *C, const int *A, const int *B) {
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < m; j++)
+      for (int k = 0; k < p; k++)
+        C[i*m+j] += (p - 4u) * A[i*p+k] * B[k*m+j];
+}
+"""
+
+LONG_WRAPPED_SCALE = """
+void lscaled(long n, long m, long p, long *C, const long *A, const long *B) {
+  for (long i = 0; i < n; i++)
+    for (long j = 0; j < m; j++)
+      for (long k = 0; k < p; k++)
+        C[i*m+j] += 0xFFFFFFFFFFFFFFFF * 3 * A[i*p+k] * B[k*m+j];
+}
+"""
+
 INT8 = """
 #include <stdint.h>
 void qgemm(int M, int N, int K, const int8_t *a, const int8_t *b, int32_t *c) {
@@ -894,6 +914,19 @@ void ug(unsigned n, unsigned m, unsigned p, const float *A, const float *B, floa
 }
 """
 
+# Index arithmetic in unsigned long that wraps around: modulo 2**64 every index here is the plain
+# one (a literal too large to write in the rewrite once summed must not end the build)
+WRAPPING = """
+void wrapping(long M, long N, long K, const float *A, const float *B, float *C) {
+  for (long i = 0; i < M; i++)
+    for (unsigned long j = 0; j < N + 0xFFFFFFFFFFFFFFFF + 1; j++)
+      for (long k = 0; k < K; k++)
+        C[i*N + j - 18446744073709551615u - 1] +=
+            A[i*K + k + 0xFFFFFFFFFFFFFFFF + 1] *
+            *(B + (k*N + j) * 0xFFFFFFFFFFFFFFFFul * 0xFFFFFFFFFFFFFFFFul);
+}
+"""
+
 ROW_TABLES = """
 #include <stdlib.h>
 static void mm(int n, int m, int p, float **C, float **A, float **B) {
@@ -937,6 +970,11 @@ SIZES = [(0, 3, 4), (1, 1, 1), (2, 3, 5), (7, 13, 5), (17, 9, 31), (6, 16, 8), (
 
 def _int(v):
     return ("int", v)
+
+
+def _sizes_c_a_b(m, n, k):
+    """The arguments (m, n, k, C, A, B)."""
+    return [_int(m), _int(n), _int(k), ("T*", m, n), ("T*", m, k), ("T*", k, n)]
 
 
 CASES = {
@@ -989,10 +1027,14 @@ CASES = {
                     lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
                                      ("f", -1.5), ("T*", m, n)]),
     "int": (INTEGERS, "void igemm(int, int, int, int *, const int *, const int *);", "int",
-            lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, n), ("T*", m, k), ("T*", k, n)]),
+            _sizes_c_a_b),
     "long": (LONGS, "void lgemm(long, long, long, long *, const long *, const long *);", "long",
-             lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, n), ("T*", m, k),
-                              ("T*", k, n)]),
+             _sizes_c_a_b),
+    "int_unsigned_scale": (UNSIGNED_SCALES, "void iscaled(int, int, int, int *, const int *, "
+                                            "const int *);", "int", _sizes_c_a_b),
+    "long_wrapped_scale": (LONG_WRAPPED_SCALE, "void lscaled(long, long, long, long *, "
+                                               "const long *, const long *);", "long",
+                           _sizes_c_a_b),
     "int8_int32": (INT8, "void qgemm(int, int, int, const int8_t *, const int8_t *, int *);",
                    "int", lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
                                            ("I8*", k, n), ("T*", m, n)]),
@@ -1129,6 +1171,10 @@ CASES = {
                             lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
                                              ("I8*", k, n), ("T*", m, n)]),
     "unsigned": (UNSIGNED, "void ug(unsigned, unsigned, unsigned, const float *, const float *, "
+                           "float *);", "float",
+                 lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                  ("T*", m, n)]),
+    "wrapping": (WRAPPING, "void wrapping(long, long, long, const float *, const float *, "
                            "float *);", "float",
                  lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
                                   ("T*", m, n)]),
