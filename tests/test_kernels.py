@@ -652,6 +652,29 @@ def test_short_dots_of_one_column_or_row(builds, target, dtype) -> None:
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
+@pytest.mark.parametrize("target", RUN_TARGETS)
+def test_sums_of_negative_zeros_are_plus_zero(builds, target, dtype) -> None:
+    """Products all -0 (-1 * 0) sum to +0 in the original, whose sum starts from +0 (`s = 0`,
+    or C zeroed then +=): on every path (the short form, thin axpy and dot forms, direct rows
+    and tiles, packed tiles; A and B either way round) C = A*B is +0, not -0."""
+    skip_unless_runs(target)
+    lib = builds.library(target, dtype, "default")
+    ffi, T, I, plan = lib.ffi, CDEF_T[dtype], CDEF_I[dtype], lib.plan
+    short = plan.thin.short_k if plan.thin_name else 2
+    shapes = [(37, 1, 2), (9, 1, short), (1, 41, 3), (1, 100, 5), (3, 2, 40), (40, 64, 1),
+              (40, 64, 3), (40, 64, 9), (2 * plan.mr + 1, 3 * plan.nr + 1, 300)]
+    for (m, n, k), ta, tb in itertools.product(shapes, (False, True), (False, True)):
+        A = Operand(-np.ones((m, k)), *layout(m, k, ta, 0), dtype, padding_value(dtype))
+        B = Operand(np.zeros((k, n)), *layout(k, n, tb, 0), dtype, padding_value(dtype))
+        C = Guarded(m * n, NUMPY_C[dtype])
+        C.array[:] = np.nan
+        ok = lib.lib.t_driver(m, n, k, 1, A.pointer(ffi, I), A.rs, A.cs, B.pointer(ffi, I),
+                              B.rs, B.cs, 0, 0, ffi.cast(f"{T} *", C.address), n, ffi.NULL)
+        assert ok == 1 and (C.array == 0).all(), (m, n, k, ta, tb)
+        assert not np.signbit(C.array).any(), f"-0 in C = A*B, {m}x{n}x{k} ta={ta} tb={tb}"
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.letter)
 @pytest.mark.parametrize("target", ["x86-avx2", "x86-avx512", EMULATED])
 def test_thin_axpy_blocks_of_k(builds, target, dtype) -> None:
     """The axpy form's k blocks: ThinShape.stream_block rows of B where C's rows fit
