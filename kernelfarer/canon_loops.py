@@ -18,6 +18,93 @@ from kernelfarer.canon_base import (
 _GEN = c_generator.CGenerator()
 
 
+def do_whiles_as_whiles(root: c_ast.Node, before: c_ast.Node | None, canon: Canonical,
+                        context: Context) -> c_ast.Node | None:
+    """The nest at `root` with its counted do-while loops as while loops (`do_as_while`): the
+    root itself (its counter set by `before`) and those inside it (set by the statement before
+    them in their block).  None: the root is a do-while that is not one."""
+    if isinstance(root, c_ast.DoWhile):
+        converted = do_as_while(root, before, canon, root, context)
+        if converted is None:
+            return None
+        root = converted
+
+    def visit(node: c_ast.Node) -> None:
+        if isinstance(node, c_ast.Compound) and node.block_items:
+            items = node.block_items
+            for at in range(1, len(items)):
+                if isinstance(items[at], c_ast.DoWhile):
+                    items[at] = do_as_while(items[at], items[at - 1], canon, root,
+                                            context) or items[at]
+        for _, child in node.children():
+            visit(child)
+    visit(root)
+    return root
+
+
+def do_as_while(node: c_ast.DoWhile, init: c_ast.Node | None, canon: Canonical,
+                nest: c_ast.Node, context: Context) -> c_ast.While | None:
+    """`v = lo; do { ...; v++; } while (v < hi);` as `v = lo; while (v < hi) { ...; v++; }`
+    (`while (--v)`, `while (++v < hi)`: the step made the body's last statement), which
+    while_to_for then counts.  The two differ only when the condition is false on entry (the
+    do-while runs its body once): the fast path requires it true, a run-time check of the
+    condition with v = lo, whose names the nest never stores (the same at every entry and
+    before the nest).  None: not such a loop."""
+    cond, body = node.cond, items_of(node.stmt)
+    stepped = _pre_step(cond)
+    if stepped is not None:
+        var, cond, step = stepped
+        body = body + [step]
+    if not isinstance(cond, c_ast.BinaryOp) or cond.op not in ("<", "<=", ">", ">=", "!="):
+        return None
+    names = [n.name for n in (cond.left, cond.right) if isinstance(n, c_ast.ID)]
+    var = next((n for n in names if body and step_of(body[-1], n) is not None), None)
+    if var is None:
+        return None
+    start = _start_value(init, var)
+    if start is None:
+        return None
+    entry = replace_ids(clone(cond), var, start)
+    if not side_effect_free(entry, context.functions) or \
+            names_in(entry) & (assigned_names(nest) | {var}):
+        return None
+    canon.guards.append((_GEN.visit(entry),
+                         f"the do-while loop over '{var}' enters with its condition true"))
+    canon.steps.append(f"the do-while loop over '{var}' as a while loop (its condition holds "
+                       "on entry: checked at run time)")
+    return c_ast.While(cond, compound(body, node.stmt), coord=node.coord)
+
+
+def _start_value(init: c_ast.Node | None, var: str) -> c_ast.Node | None:
+    """The value `init` (`v = lo;` or `T v = lo;`) gives the counter `var`, or None."""
+    if isinstance(init, c_ast.Assignment) and init.op == "=" and is_var(init.lvalue, var):
+        return init.rvalue
+    if isinstance(init, c_ast.Decl) and init.name == var and init.init is not None:
+        return init.init
+    return None
+
+
+def _pre_step(cond: c_ast.Node) -> tuple[str, c_ast.Node, c_ast.Node] | None:
+    """`--v` (`--v != 0`, `++v < n`, ...): v, the condition on v after the step, the step."""
+    def counter(node: c_ast.Node) -> str | None:
+        if isinstance(node, c_ast.UnaryOp) and node.op in ("--", "++") and \
+                isinstance(node.expr, c_ast.ID):
+            return node.expr.name
+        return None
+    if counter(cond) is not None:
+        var = counter(cond)
+        return var, c_ast.BinaryOp("!=", c_ast.ID(var), c_ast.Constant("int", "0")), clone(cond)
+    if isinstance(cond, c_ast.BinaryOp):
+        for side in ("left", "right"):
+            var = counter(getattr(cond, side))
+            if var is not None:
+                step = clone(getattr(cond, side))
+                out = clone(cond)
+                setattr(out, side, c_ast.ID(var))
+                return var, out, step
+    return None
+
+
 def while_to_for(node: c_ast.While, init: c_ast.Node | None, canon: Canonical,
                  root: bool = False, after: c_ast.Node | None = None,
                  nest: c_ast.Node | None = None, scope: Scope | None = None) -> c_ast.For | None:
@@ -56,11 +143,8 @@ def while_to_for(node: c_ast.While, init: c_ast.Node | None, canon: Canonical,
         body = items[:-1]
     if var in assigned_names(compound(body)) or has_continue(compound(body)):
         return None
-    if isinstance(init, c_ast.Assignment) and init.op == "=" and is_var(init.lvalue, var):
-        start = init.rvalue
-    elif isinstance(init, c_ast.Decl) and init.name == var and init.init is not None:
-        start = init.init
-    else:
+    start = _start_value(init, var)
+    if start is None:
         return None
     if var in names_in(start) or not side_effect_free(start, frozenset()):
         return None

@@ -49,7 +49,7 @@ from kernelfarer.canon_base import Canonical, Context, Side, clone, loop_vars, w
 from kernelfarer.canon_loops import (
     collapse_anywhere, count_up_fors, detile, flatten_blocks, induction_variables, split_for_inits,
     memsets_to_loops, normalize_loops, pointer_subscripts, reroll_blocks, strip_labels,
-    walk_blocks, while_to_for, min_functions)
+    walk_blocks, while_to_for, min_functions, do_whiles_as_whiles)
 from kernelfarer.canon_calls import inline_accessor_calls, inline_dot_calls
 from kernelfarer.canon_pointers import pointer_bounded_loops, pointers_of_the_nest
 from kernelfarer.canon_sums import narrow_wide_sums
@@ -63,11 +63,14 @@ __all__ = ["Canonical", "Context", "Side", "canonicalize", "min_functions"]
 
 def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | None = None
                  ) -> Canonical | None:
-    """The canonical form of the nest at `root` (a `for` or `while`; `before` is the statement
-    right before it in its block, the counter's initialization of a `while`), or None when `root`
-    is not a loop nest at all."""
+    """The canonical form of the nest at `root` (a `for`, `while` or `do`; `before` is the
+    statement right before it in its block, the counter's initialization of a `while`), or None
+    when `root` is not a loop nest at all."""
     node = clone(root)
     canon = Canonical(node=None)   # type: ignore[arg-type]
+    node = do_whiles_as_whiles(node, before, canon, context)
+    if node is None:
+        return None
     context = with_declarations(context, node, before)
     node = inline_accessor_calls(node, canon, context)
     if isinstance(node, c_ast.For) and inline_dot_calls(node, canon, context):

@@ -141,6 +141,16 @@ class SourceText:
             if close is None or node.stmt is None:
                 return None
             return self._statement_end(node.stmt, close + 1)
+        if isinstance(node, c_ast.DoWhile):        # do <statement> while (<condition>);
+            if toks[i].text != "do" or node.stmt is None:
+                return None
+            end = self._statement_end(node.stmt, i + 1)
+            if end is None or end + 1 >= len(toks) or toks[end + 1].text != "while":
+                return None
+            close = self._matching(end + 2, "(", ")")
+            if close is None or close + 1 >= len(toks) or toks[close + 1].text != ";":
+                return None
+            return close + 1
         if isinstance(node, c_ast.If):
             if toks[i].text != "if":
                 return None

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from pycparser import c_ast
 
-from kernelfarer.canon_base import loop_var, walk
+from kernelfarer.canon_base import const_int, loop_var, walk
 from kernelfarer.canon_calls import accessor_functions, dot_functions
 from kernelfarer.canonical import Context, canonicalize, min_functions
 from kernelfarer.classify import kind_of
@@ -38,7 +38,7 @@ class Candidate:
 
     @property
     def keyword(self) -> str:
-        return "while" if isinstance(self.node, c_ast.While) else "for"
+        return _keyword(self.node)
 
 
 def _function_facts(func: c_ast.FuncDef) -> FunctionFacts:
@@ -204,9 +204,8 @@ class _Walker:
         scope.pop()
 
     def _index_fors(self, node: c_ast.Node) -> None:
-        if isinstance(node, (c_ast.For, c_ast.While)) and node.coord is not None:
-            keyword = "for" if isinstance(node, c_ast.For) else "while"
-            self.for_lines.setdefault((keyword, node.coord.line), []).append(node)
+        if isinstance(node, (c_ast.For, c_ast.While, c_ast.DoWhile)) and node.coord is not None:
+            self.for_lines.setdefault((_keyword(node), node.coord.line), []).append(node)
         for _, child in node.children():
             self._index_fors(child)
 
@@ -218,7 +217,8 @@ class _Walker:
             scope.push()
             previous = None
             for item in node.block_items or []:
-                if isinstance(item, (c_ast.For, c_ast.While)) and isinstance(previous, c_ast.Pragma):
+                if isinstance(item, (c_ast.For, c_ast.While, c_ast.DoWhile)) and \
+                        isinstance(previous, c_ast.Pragma):
                     self.pragma_loops.add(id(item))
                     if _holds_omp_parallel(previous):
                         self.parallel_loops.add(id(item))
@@ -227,8 +227,9 @@ class _Walker:
             scope.pop()
         elif isinstance(node, c_ast.Decl):
             scope.declare(node)
-        elif isinstance(node, (c_ast.For, c_ast.While)):
-            self.loop(node, scope, depth, before)
+        elif isinstance(node, (c_ast.For, c_ast.While)) or \
+                isinstance(node, c_ast.DoWhile) and const_int(node.cond) is None:
+            self.loop(node, scope, depth, before)     # (`do { ... } while (0)`: a macro's block)
         elif isinstance(node, (c_ast.If,)):
             self.statement(node.iftrue, scope, depth)
             self.statement(node.iffalse, scope, depth)
@@ -243,12 +244,12 @@ class _Walker:
         elif isinstance(node, c_ast.Switch):
             self.statement(node.stmt, scope, depth)
 
-    def loop(self, node: c_ast.For | c_ast.While, scope: Scope, depth: int,
+    def loop(self, node: c_ast.For | c_ast.While | c_ast.DoWhile, scope: Scope, depth: int,
              before: c_ast.Node | None = None) -> None:
         source = self.tu.source
         if not source.is_here(node.coord):
             return
-        keyword = "for" if isinstance(node, c_ast.For) else "while"
+        keyword = _keyword(node)
         siblings = sorted(self.for_lines.get((keyword, node.coord.line), []),
                           key=lambda f: f.coord.column)
         rank = next(i for i, f in enumerate(siblings) if f is node)
@@ -261,8 +262,9 @@ class _Walker:
             canon = canonicalize(node, context, before=before)
             _check_openmp(node, before)
             if canon is None:
-                raise NotGemm("the while loop is not a counted loop (a counter set right before "
-                              "it and stepped by one at the end of its body)")
+                raise NotGemm(f"the {'do-' if keyword == 'do' else ''}while loop is not a counted "
+                              "loop (a counter set right before it and stepped by one at the end "
+                              "of its body)")
             spec = recognize_nest(canon.node, scope, self.facts, location, _ids_within(node),
                                   self.functions, canon=canon,
                                   char_unsigned=self.tu.char_unsigned)
@@ -294,6 +296,11 @@ class _Walker:
         parallel = id(node) in self.parallel_loops or _holds_omp_parallel(node)
         self.candidates.append(Candidate(node, self.func, location, rank, spec, "", pragmas,
                                          parallel))
+
+
+def _keyword(loop: c_ast.Node) -> str:
+    """The keyword a loop statement starts with."""
+    return {c_ast.While: "while", c_ast.DoWhile: "do"}.get(type(loop), "for")
 
 
 def _depth(node: c_ast.Node) -> int:

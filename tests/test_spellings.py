@@ -927,6 +927,68 @@ void wrapping(long M, long N, long K, const float *A, const float *B, float *C) 
 }
 """
 
+# do-while loops, whose body runs once even where the condition is false on entry (a size 0):
+# counted up and tested after the step, or stepped in the condition, pointers walking the rows
+DO_WHILE = """
+void dw(int M, int N, int K, const float *A, const float *B, float *C) {
+    int i = 0;
+    do {
+        int j = 0;
+        do {
+            float s = 0.0f;
+            int k = 0;
+            do {
+                s += A[i * K + k] * B[k * N + j];
+                k++;
+            } while (k < K);
+            C[i * N + j] = s;
+            j++;
+        } while (j < N);
+        i++;
+    } while (i < M);
+}
+"""
+
+DO_WHILE_STEPPED = """
+void dw_stepped(int M, int N, int K, const double *A, const double *B, double *C) {
+    const double *pa = A;
+    double *pc = C;
+    int row = M;
+    do {
+        const double *pb = B;
+        int col = N;
+        do {
+            double s = 0.0;
+            const double *x = pa, *y = pb;
+            int cnt = K;
+            do {
+                s += *x++ * *y;
+                y += N;
+            } while (--cnt > 0);
+            *pc++ = s;
+            pb++;
+        } while (--col > 0);
+        pa += K;
+    } while (--row > 0);
+}
+"""
+
+DO_WHILE_PRE = """
+void dw_pre(int M, int N, int K, const float *A, const float *B, float *C) {
+    int i = 0;
+    do {
+        int j = 0;
+        do {
+            C[i * N + j] = 0.0f;
+            int k = 0;
+            do {
+                C[i * N + j] += A[i * K + k] * B[k * N + j];
+            } while (++k < K);
+        } while (++j < N);
+    } while (++i < M);
+}
+"""
+
 ROW_TABLES = """
 #include <stdlib.h>
 static void mm(int n, int m, int p, float **C, float **A, float **B) {
@@ -975,6 +1037,11 @@ def _int(v):
 def _sizes_c_a_b(m, n, k):
     """The arguments (m, n, k, C, A, B)."""
     return [_int(m), _int(n), _int(k), ("T*", m, n), ("T*", m, k), ("T*", k, n)]
+
+
+def _sizes_a_b_c(m, n, k):
+    """The arguments (m, n, k, A, B, C)."""
+    return [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n), ("T*", m, n)]
 
 
 CASES = {
@@ -1178,6 +1245,12 @@ CASES = {
                            "float *);", "float",
                  lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
                                   ("T*", m, n)]),
+    "do_while": (DO_WHILE, "void dw(int, int, int, const float *, const float *, float *);",
+                 "float", _sizes_a_b_c),
+    "do_while_stepped": (DO_WHILE_STEPPED, "void dw_stepped(int, int, int, const double *, "
+                                           "const double *, double *);", "double", _sizes_a_b_c),
+    "do_while_pre": (DO_WHILE_PRE, "void dw_pre(int, int, int, const float *, const float *, "
+                                   "float *);", "float", _sizes_a_b_c),
     "row_tables": (ROW_TABLES, "void run_rows(int, int, int, float *, float *, float *, int);",
                    "float", lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, n),
                                              ("T*", m, k), ("T*", k, n), _int(0)]),
