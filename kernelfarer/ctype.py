@@ -3,6 +3,8 @@ qualifiers, typedefs, scopes, and the usual arithmetic conversions."""
 
 from __future__ import annotations
 
+from collections import ChainMap
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pycparser import c_ast
@@ -234,20 +236,41 @@ def strip_qualifiers(t: Scalar) -> Scalar:
 class Scope:
     """Names visible at a point of a function: innermost declaration wins."""
 
-    def __init__(self, typedefs: dict[str, c_ast.Node]) -> None:
-        self.typedefs = typedefs
+    def __init__(self, typedefs: Mapping[str, c_ast.Node]) -> None:
+        self._file_types = typedefs
         self._frames: list[dict[str, c_ast.Decl]] = [{}]
+        self._type_frames: list[dict[str, c_ast.Node]] = [{}]   # block-scope typedefs
         self._params: set[int] = set()
+
+    @property
+    def typedefs(self) -> Mapping[str, c_ast.Node]:
+        """The typedefs visible here: the blocks' own (innermost first), then the file's."""
+        local = [frame for frame in reversed(self._type_frames) if frame]
+        return ChainMap(*local, self._file_types) if local else self._file_types
 
     def push(self) -> None:
         self._frames.append({})
+        self._type_frames.append({})
 
     def pop(self) -> None:
         self._frames.pop()
+        self._type_frames.pop()
 
     def declare(self, decl: c_ast.Decl) -> None:
         if decl.name:
             self._frames[-1][decl.name] = decl
+        self._define_structs(decl.type)
+
+    def declare_typedef(self, typedef: c_ast.Typedef) -> None:
+        """`typedef float row[n];` in a block (a VLA type: its size is n's value here)."""
+        self._type_frames[-1][typedef.name] = typedef.type
+        self._define_structs(typedef.type)
+
+    def _define_structs(self, node: c_ast.Node) -> None:
+        """Struct and union definitions in a block hide the file's of the same tag."""
+        if len(self._frames) > 1:
+            for struct in struct_definitions(node):
+                self._type_frames[-1][struct_key(struct.name)] = struct
 
     def declare_param(self, decl: c_ast.Decl) -> None:
         self.declare(decl)
@@ -266,8 +289,9 @@ class Scope:
         return None
 
     def snapshot(self) -> "Scope":
-        copy = Scope(self.typedefs)
+        copy = Scope(self._file_types)
         copy._frames = [dict(f) for f in self._frames]
+        copy._type_frames = [dict(f) for f in self._type_frames]
         copy._params = self._params
         return copy
 

@@ -227,6 +227,8 @@ class _Walker:
             scope.pop()
         elif isinstance(node, c_ast.Decl):
             scope.declare(node)
+        elif isinstance(node, c_ast.Typedef):
+            scope.declare_typedef(node)
         elif isinstance(node, (c_ast.For, c_ast.While)) or \
                 isinstance(node, c_ast.DoWhile) and const_int(node.cond) is None:
             self.loop(node, scope, depth, before)     # (`do { ... } while (0)`: a macro's block)

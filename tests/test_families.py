@@ -880,12 +880,12 @@ void f(int M, int N, int K, const float *A, const float *B, float *C)
     }
 }""", "does not step by +1"),
     "a stepped variable whose type a local typedef gives": ("""
-typedef int real;
+typedef short real;
 void f(int M, int N, int K, const float *A, const float *B, float *C)
 {
-    typedef float real;
-    real bias = 16777216.0f;
-    for (int i = 0; i < M; i++, bias += 1.0f)
+    typedef long real;
+    real bias = 40000;
+    for (int i = 0; i < M; i++, bias += 1)
         for (int j = 0; j < N; j++) {
             float s = 0;
             for (int k = 0; k < K; k++)

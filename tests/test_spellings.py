@@ -989,6 +989,23 @@ void dw_pre(int M, int N, int K, const float *A, const float *B, float *C) {
 }
 """
 
+# Types declared in the function: a VLA row type (its size is N's value there), hiding a file
+# typedef of the same name whose rows are 64 long
+VLA_TYPEDEF = """
+typedef float row_t[64];
+void vla_typedef(int M, int N, int K, const float *A, const float *B, float *C) {
+    typedef float row_t[N];
+    typedef const float arow_t[K];
+    row_t *c = (row_t *)C;
+    const row_t *b = (const row_t *)B;
+    arow_t *a = (arow_t *)A;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++)
+            for (int k = 0; k < K; k++)
+                c[i][j] += a[i][k] * b[k][j];
+}
+"""
+
 ROW_TABLES = """
 #include <stdlib.h>
 static void mm(int n, int m, int p, float **C, float **A, float **B) {
@@ -1251,6 +1268,8 @@ CASES = {
                                            "const double *, double *);", "double", _sizes_a_b_c),
     "do_while_pre": (DO_WHILE_PRE, "void dw_pre(int, int, int, const float *, const float *, "
                                    "float *);", "float", _sizes_a_b_c),
+    "vla_typedef": (VLA_TYPEDEF, "void vla_typedef(int, int, int, const float *, const float *, "
+                                 "float *);", "float", _sizes_a_b_c),
     "row_tables": (ROW_TABLES, "void run_rows(int, int, int, float *, float *, float *, int);",
                    "float", lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, n),
                                              ("T*", m, k), ("T*", k, n), _int(0)]),
