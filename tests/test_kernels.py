@@ -1043,8 +1043,9 @@ def test_epilogue_panel_by_panel_and_after(builds, target, dtype) -> None:
 @pytest.mark.parametrize("target", RUN_TARGETS)
 def test_short_k_streams_c_row_by_row(builds, target, dtype) -> None:
     """k of 1 .. stream_k on the direct path, B's rows contiguous, no epilogue: C updated a row
-    at a time by plain loops (plan.direct_policy); exact against the reference with alpha, beta,
-    load_c (C not read without it: NaNs there), transposed and padded A, C's rows 4 KiB apart.
+    at a time by plain loops (plan.direct_policy), C wider than a block of B's columns too;
+    exact against the reference with alpha, beta, load_c (C not read without it: NaNs there),
+    transposed and padded A, C's rows 4 KiB apart.
     One k past it, and B transposed (k > 1), take the register tiles as before."""
     skip_unless_runs(target)
     lib = builds.library(target, dtype, "default")
@@ -1055,10 +1056,16 @@ def test_short_k_streams_c_row_by_row(builds, target, dtype) -> None:
     way_elems = 4096 // np.dtype(NUMPY_C[dtype]).itemsize
     shapes = [(5, 5, 1), (13, 17, 2), (lib.plan.mr + 1, lib.plan.nr * 3 + 5, 3), (40, 129, 4),
               (9, 67, stream_k), (9, 67, stream_k + 1), (31, 200, 1)]
+    # B's rows taken a block of columns at a time where they overflow 2/3 of L1: across blocks
+    for k in (1, stream_k):
+        block = max(64, lib.plan.direct_policy.l1_bytes * 2 // 3 // (k * dtype.size)) & -16
+        shapes += [(9, block + 1, k), (6, 2 * block - 1, k)]
     streamed = 0
     for m, n, k in shapes:
         for kw in ({}, dict(alpha=2, beta=3), dict(alpha=-1, beta=0, load_c=0, nan_c=True),
                    dict(ta=True, pad=3), dict(cpad=way_elems - n), dict(tb=True)):
+            if kw.get("cpad", 0) < 0:
+                continue                                       # (rows wider than 4 KiB)
             before = lib.lib.kernelfarer_stream_calls
             lib.gemm(rng, m, n, k, **kw)
             calls = lib.lib.kernelfarer_stream_calls - before
