@@ -69,6 +69,12 @@ class Poly:
 
     # -- queries ---------------------------------------------------------------------------------
 
+    def wrapped(self, bits: int) -> "Poly":
+        """Each coefficient modulo 2**bits, as the signed value of the same bits: what integer
+        arithmetic of that width computes (`k + 0xFFFFFFFFFFFFFFFF + 1` is `k` in 64 bits)."""
+        half = 2 ** (bits - 1)
+        return Poly.of({m: (c + half) % (2 * half) - half for m, c in self.terms})
+
     def symbols(self) -> set[str]:
         return {s for m, _ in self.terms for s in m}
 
@@ -303,12 +309,9 @@ def c_literal(value: int) -> str:
 
 
 def _modular(p: Poly, t: Scalar) -> Poly:
-    """`p` as the 64-bit unsigned arithmetic of type `t` computes it: each coefficient modulo
-    2**64, as the signed 64-bit value of the same bits (`k + 0xFFFFFFFFFFFFFFFF + 1` is `k`).  An
-    address, a 64-bit sum or a bound compared as unsigned long is the same for either."""
-    if t.kind != "int" or t.signed or t.bits != 64:
-        return p
-    return Poly.of({m: (c + 2**63) % 2**64 - 2**63 for m, c in p.terms})
+    """`p` as the 64-bit unsigned arithmetic of type `t` computes it (Poly.wrapped): an address,
+    a 64-bit sum or a bound compared as unsigned long is the same for either."""
+    return p.wrapped(64) if t.kind == "int" and not t.signed and t.bits == 64 else p
 
 
 def symbol_text(node: c_ast.Node) -> str:

@@ -254,6 +254,6 @@ def load(path: str, cppflags: tuple[str, ...] = (), *, preprocessed: str | None 
     from kernelfarer.prefilter import hollow_bodies
     source = SourceText.read(path)
     text = preprocessed if preprocessed is not None else preprocess(path, cppflags)
-    ast, skipped = parsefix.parse(hollow_bodies(text) if hollow else text, path)
+    ast, skipped, weak = parsefix.parse(hollow_bodies(text) if hollow else text, path)
     return TranslationUnit(source=source, ast=ast, identifiers=identifiers(text),
-                           skipped=tuple(skipped), weak=parsefix.weak_functions(text))
+                           skipped=tuple(skipped), weak=weak)

@@ -18,8 +18,9 @@ is never taken for pure arithmetic), a label whose address is taken counts as a 
 - C23 attributes `[[...]]` are dropped; `x ?: y` becomes `x ? 0 : y` (a conditional expression
   is never part of a rewritten nest).
 
-Of the attributes dropped, `weak` is read first (`weak_functions`): a weak function's body is not
-what its calls run where another file defines it, so it is never inlined nor read as pure.
+Of the attributes dropped, `weak` is read first (`parse` returns the names declared weak): a weak
+function's body is not what its calls run where another file defines it, so it is never inlined
+nor read as pure.
 
 `parse` parses that text; when a function still does not parse, its body is emptied (its
 declaration stays for the rest of the file) and the parse is tried again, so every other nest of
@@ -53,7 +54,8 @@ class Skipped:
     reason: str
 
 
-def for_parser(text: str) -> str:
+def for_parser(text: str, weak: set[str] | None = None) -> str:
+    """The text pycparser is given (see above); the names declared weak go into `weak`."""
     tokens = tokenize(text)
     out: list[str] = []
     pos = 0
@@ -70,10 +72,15 @@ def for_parser(text: str) -> str:
         while before >= 0 and tokens[before].kind == "directive":
             before -= 1
         prev = tokens[before] if before >= 0 else None
+        if weak is not None and tok.kind == "directive" and \
+                (pragma := _PRAGMA_WEAK.match(tok.text.lstrip())):
+            weak.add(pragma.group(1))
         if i in retyped:
             out.append(retyped[i])
         elif tok.text == "__kf_attribute" and i + 1 < len(tokens) and tokens[i + 1].text == "(" \
                 and (close := _matching(tokens, i + 1)) is not None:
+            if weak is not None:
+                weak.update(_weak_declarators(tokens, i, close))
             pos = tokens[close].end                 # __attribute__((...)): dropped
             i = close
         elif tok.kind == "number" and _imaginary(tok.text):
@@ -112,6 +119,8 @@ def for_parser(text: str) -> str:
             out.append(");")
         elif tok.text == "[" and i + 1 < len(tokens) and tokens[i + 1].text == "[" \
                 and (close := _attribute_end(tokens, i)) is not None:
+            if weak is not None:
+                weak.update(_weak_declarators(tokens, i, close))
             pos = tokens[close].end                 # a C23 attribute [[...]]: dropped
             i = close
         elif tok.text == "..." and tok.kind == "punct" and prev is not None and \
@@ -201,34 +210,13 @@ _WEAK = frozenset(["weak", "__weak__", "weakref", "__weakref__"])
 _PRAGMA_WEAK = re.compile(r"#\s*pragma\s+weak\s+([A-Za-z_]\w*)")
 
 
-def weak_functions(text: str) -> frozenset[str]:
-    """The names declared weak in the (preprocessed) text: by `#pragma weak name`, or by a
-    `weak` attribute (`__attribute__((weak))`, `[[gnu::weak]]`) on any declaration of them.
-    Every function declarator of the declaration holding the attribute counts."""
-    if "weak" not in text:
-        return frozenset()
-    tokens = tokenize(text)
-    out: set[str] = set()
-    for i, tok in enumerate(tokens):
-        if tok.kind == "directive":
-            if m := _PRAGMA_WEAK.match(tok.text.lstrip()):
-                out.add(m.group(1))
-            continue
-        if tok.text == "__kf_attribute" and i + 1 < len(tokens) and tokens[i + 1].text == "(":
-            close = _matching(tokens, i + 1)
-        elif tok.text == "[" and i + 1 < len(tokens) and tokens[i + 1].text == "[":
-            close = _attribute_end(tokens, i)
-        else:
-            continue
-        if close is None or not any(t.text in _WEAK for t in tokens[i:close]):
-            continue
-        out.update(_declarators(tokens, i, close))
-    return frozenset(out)
-
-
-def _declarators(tokens: list[Token], first: int, last: int) -> list[str]:
-    """The names followed by `(` in the declaration around tokens[first:last] (an attribute):
-    from the `;`, `{` or `}` before it to the `;` or `{` after it, parentheses skipped over."""
+def _weak_declarators(tokens: list[Token], first: int, last: int) -> list[str]:
+    """For an attribute tokens[first:last] holding `weak`, the functions of its declaration
+    (every one: `void f(void), g(void) __attribute__((weak));` counts both): the names followed
+    by `(` from the `;`, `{` or `}` before it to the `;` or `{` after it, parentheses skipped
+    over.  For another attribute, none."""
+    if not any(t.text in _WEAK for t in tokens[first:last]):
+        return []
     start = first
     while start > 0 and tokens[start - 1].text not in (";", "{", "}"):
         start -= 1
@@ -346,14 +334,16 @@ def _control_closers(tokens: list[Token]) -> set[int]:
 
 # -- parsing, a function at a time where it must -------------------------------------------------
 
-def parse(text: str, path: str) -> tuple[c_ast.FileAST, list[Skipped]]:
-    """The AST of the (preprocessed) text and what had to be left out of it."""
+def parse(text: str, path: str) -> tuple[c_ast.FileAST, list[Skipped], frozenset[str]]:
+    """The AST of the (preprocessed) text, what had to be left out of it, and the functions
+    declared weak in it."""
     skipped: list[Skipped] = []
-    text = for_parser(text)
+    weak: set[str] = set()
+    text = for_parser(text, weak)
     for _ in range(MAX_SKIPPED):
         parser = c_parser.CParser()
         try:
-            return parser.parse(text, path), skipped
+            return parser.parse(text, path), skipped, frozenset(weak)
         except c_parser.ParseError as exc:
             message, location = _error(str(exc), parser)
         except RecursionError:

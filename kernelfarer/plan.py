@@ -56,6 +56,8 @@ class DirectPolicy:
     l1_way: int         # one way, l1_way bytes)
     rows_outer_k: int   # k blocks up to this long walk C by row panels (B read in place)
     stream_k: int = 0   # k up to this (float types): C updated a row at a time, no register tiles
+    stream_b_bytes: int = 0  # ... B's k rows a block of columns at a time, the block's rows this
+                             # many bytes in all (two thirds of L1: they stay there)
     c_elems: int = 0    # the fused epilogue pays where C has more elements (L2; driver.c.j2)
 
 
@@ -358,6 +360,7 @@ def direct_policy(dtype: DType, caches: Caches, *, nr: int, direct_mr: int) -> D
         l1_way=l1.sets * l1.line,
         rows_outer_k=ROWS_OUTER_K,
         stream_k=STREAM_K if dtype in (DType.F32, DType.F64) else 0,
+        stream_b_bytes=l1.size * 2 // 3,
         c_elems=l2.size // dtype.size,
     )
 

@@ -1036,8 +1036,7 @@ def _scalar_c(poly: Poly, dtype: DType) -> str:
     if poly == Poly.const(1):
         return "1"
     if dtype.kind == "int":
-        w = 8 * dtype.size
-        poly = Poly.of({m: (c + 2**(w - 1)) % 2**w - 2**(w - 1) for m, c in poly.terms})
+        poly = poly.wrapped(8 * dtype.size)
         if poly.is_zero():
             return f"(({dtype.ctype})0)"
     parts = []

@@ -1056,9 +1056,9 @@ def test_short_k_streams_c_row_by_row(builds, target, dtype) -> None:
     way_elems = 4096 // np.dtype(NUMPY_C[dtype]).itemsize
     shapes = [(5, 5, 1), (13, 17, 2), (lib.plan.mr + 1, lib.plan.nr * 3 + 5, 3), (40, 129, 4),
               (9, 67, stream_k), (9, 67, stream_k + 1), (31, 200, 1)]
-    # B's rows taken a block of columns at a time where they overflow 2/3 of L1: across blocks
+    # B's rows taken a block of columns at a time where they overflow stream_b_bytes: across blocks
     for k in (1, stream_k):
-        block = max(64, lib.plan.direct_policy.l1_bytes * 2 // 3 // (k * dtype.size)) & -16
+        block = max(64, lib.plan.direct_policy.stream_b_bytes // (k * dtype.size)) & -16
         shapes += [(9, block + 1, k), (6, 2 * block - 1, k)]
     streamed = 0
     for m, n, k in shapes:
