@@ -266,7 +266,9 @@ class IndexConverter:
             t = ctype.usual_conversion(lt, rt)
             result = left + right if node.op == "+" else left - right if node.op == "-" \
                 else left * right
-            self._check_wrap(t, node.op, result if node.op != "-" else None)
+            if result.is_const() and t.kind == "int" and not t.signed and t.bits < 64:
+                return Poly.const(result.const_value() % 2 ** t.bits), t    # (`0U + 1`)
+            self._check_wrap(t, node.op, result)
             return _modular(result, t), t
         if isinstance(node, c_ast.Cast):
             target = ctype.resolve(node.to_type, self.scope.typedefs)
@@ -289,7 +291,8 @@ class IndexConverter:
     def _check_wrap(self, t: Scalar, op: str, value: Poly | None) -> None:
         """Unsigned arithmetic narrower than 64 bits wraps where the rewrite's 64-bit arithmetic
         would not.  Sums and products of non-negative values are accepted with a run-time check
-        that they stay below 2**bits (`wrap_checks`); subtraction is refused."""
+        that they stay below 2**bits (`wrap_checks`); so are differences, checked to stay in
+        0 .. 2**bits - 1 at the corners of the loops' ranges."""
         if t.kind == "int" and not t.signed and t.bits < 64:
             if value is None or not self.allow_wrap_checks:
                 raise NotAffine(f"'{op}' in {t.spelling} index arithmetic may wrap around")

@@ -50,6 +50,7 @@ class Canonical:
 class Context:
     scope: Scope
     gotos: frozenset[str] = frozenset()        # labels some goto of the function targets
+    addressed: frozenset[str] = frozenset()    # names whose address the function takes
     functions: frozenset[str] = frozenset()    # functions without side effects
     min_functions: frozenset[str] = frozenset()  # file functions that return the smaller argument
     dot_functions: Mapping[str, c_ast.FuncDef] = field(default_factory=dict)  # ... that return
@@ -222,6 +223,9 @@ def replace_ids(node: c_ast.Node, name: str, value: c_ast.Node) -> c_ast.Node:
     root when the root itself is replaced)."""
     if isinstance(node, c_ast.ID) and node.name == name:
         return clone(value)
+    if isinstance(node, c_ast.StructRef):        # `s.name` is a member, not the variable
+        node.name = replace_ids(node.name, name, value)
+        return node
     return map_children(node, lambda child: replace_ids(child, name, value))
 
 

@@ -32,10 +32,17 @@ def do_whiles_as_whiles(root: c_ast.Node, before: c_ast.Node | None, canon: Cano
     def visit(node: c_ast.Node) -> None:
         if isinstance(node, c_ast.Compound) and node.block_items:
             items = node.block_items
-            for at in range(1, len(items)):
+            at = 1
+            while at < len(items):
                 if isinstance(items[at], c_ast.DoWhile):
-                    items[at] = do_as_while(items[at], items[at - 1], canon, root,
-                                            context) or items[at]
+                    init = entry_inits(items[at], items[:at], context)
+                    around = Around(items[:at], items[at + 1:], root, init, context)
+                    converted = do_as_while(items[at], init, canon, root, context, around)
+                    items[at] = converted or items[at]
+                    if converted is not None and around.dead is not None:
+                        items.remove(around.dead)
+                        at -= 1
+                at += 1
         for _, child in node.children():
             visit(child)
     visit(root)
@@ -43,7 +50,8 @@ def do_whiles_as_whiles(root: c_ast.Node, before: c_ast.Node | None, canon: Cano
 
 
 def do_as_while(node: c_ast.DoWhile, init: c_ast.Node | None, canon: Canonical,
-                nest: c_ast.Node, context: Context) -> c_ast.While | None:
+                nest: c_ast.Node, context: Context,
+                around: Around | None = None) -> c_ast.While | None:
     """`v = lo; do { ...; v++; } while (v < hi);` as `v = lo; while (v < hi) { ...; v++; }`
     (`while (--v)`, `while (++v < hi)`: the step made the body's last statement), which
     while_to_for then counts.  The two differ only when the condition is false on entry (the
@@ -59,6 +67,11 @@ def do_as_while(node: c_ast.DoWhile, init: c_ast.Node | None, canon: Canonical,
         return None
     names = [n.name for n in (cond.left, cond.right) if isinstance(n, c_ast.ID)]
     var = next((n for n in names if body and step_of(body[-1], n) is not None), None)
+    for name in names if var is None else ():
+        moved = step_last(body, name, canon, context.scope, around)
+        if moved is not None:
+            body, var = moved, name
+            break
     if var is None:
         return None
     start = _start_value(init, var)
@@ -75,8 +88,161 @@ def do_as_while(node: c_ast.DoWhile, init: c_ast.Node | None, canon: Canonical,
     return c_ast.While(cond, compound(body, node.stmt), coord=node.coord)
 
 
+def entry_inits(loop: c_ast.Node, earlier, context: Context) -> c_ast.Node | None:
+    """What sets the counter of the while or do-while `loop`: the statement right before it
+    (`earlier[-1]`) where that sets a name of its condition, else a block of the statements
+    that last set such a name among `earlier` (`entry_init`), None where there is none."""
+    if not earlier:
+        return None
+    names = sorted(names_in(loop.cond))
+    if any(_start_value(earlier[-1], name) is not None for name in names):
+        return earlier[-1]
+    found = [init for init in (entry_init(name, earlier, context) for name in names)
+             if init is not None]
+    return compound(found) if found else None
+
+
+def entry_init(var: str, earlier, context: Context, memory: bool = False) -> c_ast.Node | None:
+    """The statement among `earlier` (run in this order right before a loop, no jump entering
+    between) that last sets `var` (`v = lo;`, `T v = lo;`) when v then still holds lo at the
+    loop: nothing after it stores to v or to a name lo reads, lo reads no memory (with `memory`:
+    it may, and nothing after it may store to memory) and calls nothing, and where v or such a
+    name is a global or has its address taken, nothing after it calls a function or stores
+    through a pointer.  None: no such statement."""
+    for at in range(len(earlier) - 1, -1, -1):
+        start = _start_value(earlier[at], var)
+        if start is None:
+            if var in assigned_names(earlier[at]):
+                return None
+            continue
+        between = compound(list(earlier[at + 1:]))
+        plain = _plain_value(start) and "&" not in (getattr(n, "op", None) for n in walk(start))
+        if not plain and not (memory and side_effect_free(start, context.functions) and
+                              not _may_store_memory(between, context)):
+            return None
+        watched = names_in(start) | {var}
+        if watched & assigned_names(between) or any(
+                isinstance(n, (c_ast.Label, c_ast.Case, c_ast.Default)) for n in walk(between)):
+            return None
+        if any(name in context.addressed or _global(name, context) for name in watched) and \
+                _may_store_memory(between, context):
+            return None
+        return earlier[at]
+    return None
+
+
+def _global(name: str, context: Context) -> bool:
+    decl = context.scope.lookup(name)
+    return decl is None or context.scope.is_global(decl)
+
+
+def _may_store_memory(node: c_ast.Node, context: Context) -> bool:
+    """Could `node` store anywhere but to a named variable (through a pointer, by a call)?"""
+    for n in walk(node):
+        if isinstance(n, c_ast.Assignment) and not isinstance(n.lvalue, c_ast.ID) or \
+                isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--") and \
+                not isinstance(n.expr, c_ast.ID) or \
+                isinstance(n, c_ast.FuncCall) and _GEN.visit(n.name) not in context.functions:
+            return True
+    return False
+
+
+class Around:
+    """Where a loop inside a nest is: the statements before it in its block (`before`), after it
+    (`after`), the nest, the counter's initialization and the context."""
+
+    def __init__(self, before, after, nest: c_ast.Node, init: c_ast.Node | None,
+                 context: Context) -> None:
+        self.before, self.after, self.nest = list(before), list(after), nest
+        self.init, self.context = init, context
+        self.dead: c_ast.Node | None = None    # a statement of `before` the loop makes dead
+
+
+def step_last(items: list[c_ast.Node], var: str, canon: Canonical,
+              scope: Scope | None, around: Around | None = None) -> list[c_ast.Node] | None:
+    """A loop body `...; v--; S;` whose one step of the counter v (by 1) is not last, as
+    `...; S'; v--;`: S' reads v's value after the step, `(T)(v - 1)` for v of integer type T.
+    None where v is stepped otherwise, S stores to it or leaves the body (break, continue,
+    return, goto: the step would then be skipped).  A last statement of S that sets a pointer
+    or index for the next iteration from v, `p = B + (n - v);` (CMSIS-DSP), moves to the body's
+    start unchanged where `around` allows (`_reset_first`)."""
+    steps = [at for at, item in enumerate(items) if step_of(item, var) is not None]
+    if len(steps) != 1 or steps[0] == len(items) - 1 or scope is None or \
+            step_of(items[steps[0]], var) not in (1, -1):
+        return None
+    at = steps[0]
+    tail = compound(items[at + 1:])
+    t = scope.type_of(var)
+    if var in assigned_names(tail) or has_continue(compound(items)) or \
+            any(isinstance(n, (c_ast.Break, c_ast.Return, c_ast.Goto, c_ast.Label))
+                for n in walk(tail)) or \
+            not isinstance(t, ctype.Scalar) or t.kind != "int" or t.volatile:
+        return None
+    first = _reset_first(items, at, var, canon, around)
+    if first is not None:
+        items = [first] + [x for x in items if x is not first]
+        at += 1
+        if at == len(items) - 1:
+            return items
+    after = c_ast.Cast(c_ast.Typename(None, [], None, c_ast.TypeDecl(
+        None, [], None, c_ast.IdentifierType(t.spelling.split()))), c_ast.BinaryOp(
+            "+" if step_of(items[at], var) == 1 else "-", c_ast.ID(var),
+            c_ast.Constant("int", "1")))
+    canon.steps.append(f"the step of '{var}' made its loop body's last statement (the "
+                       f"statements after it read {_GEN.visit(after)})")
+    return items[:at] + [replace_ids(clone(x), var, after) for x in items[at + 1:]] + [items[at]]
+
+
+def _reset_first(items: list[c_ast.Node], at: int, var: str, canon: Canonical,
+                 around: Around | None) -> c_ast.Node | None:
+    """The body's last statement `p = g;` after the counter's step at `at`, where it can be the
+    body's first instead: g reads v as the next iteration starts with it, names the body does
+    not store and no memory, not p; the loop starts with p set to g's value at v's start (a
+    run-time check that `p = e0;` before the loop in its block gave the same value, e0 and g
+    read nothing the nest stores); and nothing in the nest but that statement and the loop
+    mentions p, which is then dead after the loop, as the reset leaves it in the original."""
+    last = items[-1]
+    if around is None or at == len(items) - 1 or not (
+            isinstance(last, c_ast.Assignment) and last.op == "=" and
+            isinstance(last.lvalue, c_ast.ID)):
+        return None
+    name, value = last.lvalue.name, last.rvalue
+    context, nest = around.context, around.nest
+    body = compound(items)
+    start = _start_value(around.init, var)
+    if name == var or start is None or not _plain_value(value) or name in names_in(value) or \
+            (names_in(value) - {var}) & assigned_names(body) or \
+            name in context.addressed or _global(name, context):
+        return None
+    seed = entry_init(name, around.before, context, memory=True)
+    if seed is None:
+        return None
+    entry, first = _start_value(seed, name), replace_ids(clone(value), var, start)
+    moving = assigned_names(nest) | loop_vars(nest) if isinstance(nest, c_ast.For) \
+        else assigned_names(nest)
+    if (names_in(entry) | names_in(first)) & moving or \
+            not side_effect_free(entry, context.functions):
+        return None
+    mentions = sum(1 for n in walk(nest) if is_var(n, name))
+    if mentions != sum(1 for n in (*walk(seed), *walk(body)) if is_var(n, name)):
+        return None
+    text = _GEN.visit(value)
+    canon.guards.append((f"({_GEN.visit(entry)}) == ({_GEN.visit(first)})",
+                         f"'{name}' starts the loop over '{var}' at {text}, as its other "
+                         "iterations do"))
+    canon.steps.append(f"'{name} = {text}', last in the loop over '{var}' for its next "
+                       "iteration, made its first statement")
+    if isinstance(seed, c_ast.Assignment):
+        around.dead = seed            # (p's value before the loop: read by none now)
+    return last
+
+
 def _start_value(init: c_ast.Node | None, var: str) -> c_ast.Node | None:
-    """The value `init` (`v = lo;` or `T v = lo;`) gives the counter `var`, or None."""
+    """The value `init` (`v = lo;` or `T v = lo;`, or a block of such) gives the counter `var`,
+    or None."""
+    if isinstance(init, c_ast.Compound):
+        return next((v for v in (_start_value(i, var) for i in items_of(init)) if v is not None),
+                    None)
     if isinstance(init, c_ast.Assignment) and init.op == "=" and is_var(init.lvalue, var):
         return init.rvalue
     if isinstance(init, c_ast.Decl) and init.name == var and init.init is not None:
@@ -107,7 +273,8 @@ def _pre_step(cond: c_ast.Node) -> tuple[str, c_ast.Node, c_ast.Node] | None:
 
 def while_to_for(node: c_ast.While, init: c_ast.Node | None, canon: Canonical,
                  root: bool = False, after: c_ast.Node | None = None,
-                 nest: c_ast.Node | None = None, scope: Scope | None = None) -> c_ast.For | None:
+                 nest: c_ast.Node | None = None, scope: Scope | None = None,
+                 around: Around | None = None) -> c_ast.For | None:
     """`v = lo; while (v < hi) { ...; v++; }` as `for (v = lo; v < hi; v++) { ... }`.
 
     A count down whose body does not read the counter, `v = n; while (v > 0) { ...; v--; }`
@@ -137,6 +304,8 @@ def while_to_for(node: c_ast.While, init: c_ast.Node | None, canon: Canonical,
             cond = c_ast.BinaryOp(flipped, cond.right, cond.left)        # v first
         if var is None or not items:
             return None
+        if step_of(items[-1], var) is None:
+            items = step_last(items, var, canon, scope, around) or items
         stepped = step_of(items[-1], var)
         if stepped not in (1, -1) or direction not in (0, stepped):
             return None
@@ -364,11 +533,19 @@ def walk_blocks(node: c_ast.Node, canon: Canonical, context: Context,
     out: list[c_ast.Node] = []
     changed = False
     for index, item in enumerate(items):
-        if isinstance(item, c_ast.While) and out:
-            init = out[-1]
+        init = entry_inits(item, out, context) if isinstance(item, c_ast.While) else None
+        moved = out
+        if isinstance(init, c_ast.Compound) and len(init.block_items) == 1:
+            # set earlier in the body: moved down to the loop where nothing between reads it
+            found = init.block_items[0]
+            at = next((i for i, x in enumerate(out) if x is found), None)
+            if at is not None and not assigned_names(found) & names_in(compound(out[at + 1:])):
+                moved, init = out[:at] + out[at + 1:] + [found], found
+        if init is not None:
             after = compound(items[index + 1:])
+            around = Around(moved, items[index + 1:], root, init, context)
             converted = while_to_for(item, init, canon, after=after, nest=root,
-                                     scope=context.scope)
+                                     scope=context.scope, around=around)
             if converted is not None and isinstance(init, c_ast.Decl) and \
                     not isinstance(converted.init, c_ast.DeclList):
                 if init.name in names_in(after):
@@ -378,7 +555,11 @@ def walk_blocks(node: c_ast.Node, canon: Canonical, context: Context,
                     decl.init = converted.init.rvalue
                     converted.init = c_ast.DeclList([decl])
             if converted is not None:
-                out[-1] = converted
+                out = [x for x in moved if x is not around.dead]
+                if init is out[-1]:
+                    out[-1] = converted      # (the for sets the counter)
+                else:
+                    out.append(converted)    # (set earlier: set again, to the same value)
                 changed = True
                 continue
         out.append(item)
@@ -583,12 +764,14 @@ def pointer_subscripts(node: c_ast.Node, scope: Scope) -> c_ast.Node:
     return node
 
 
-def normalize_loops(node: c_ast.Node, canon: Canonical, nest_vars: set[str]) -> None:
+def normalize_loops(node: c_ast.Node, canon: Canonical, nest_vars: set[str],
+                    scope: Scope) -> None:
     for loop in nest_loops(node):
-        _normalize_loop(loop, canon, nest_vars)
+        _normalize_loop(loop, canon, nest_vars, scope)
 
 
-def _normalize_loop(loop: c_ast.For, canon: Canonical, nest_vars: set[str]) -> None:
+def _normalize_loop(loop: c_ast.For, canon: Canonical, nest_vars: set[str],
+                    scope: Scope) -> None:
     found = init_var(loop)
     cond = loop.cond
     if found is None or not isinstance(cond, c_ast.BinaryOp):
@@ -611,6 +794,9 @@ def _normalize_loop(loop: c_ast.For, canon: Canonical, nest_vars: set[str]) -> N
                              f"'{var}' reaches {_GEN.visit(bound)} counting up (the != loop ends)"))
         canon.steps.append(f"the loop '{var} != {_GEN.visit(bound)}' as '{var} < ...'")
         return
+    if step == -1 and cond.op in (">=", ">") and _count_from_start(loop, var, start, cond,
+                                                                   canon, scope):
+        return
     if step == -1 and cond.op in (">=", ">"):
         low = bound if cond.op == ">=" else c_ast.BinaryOp("+", bound, c_ast.Constant("int", "1"))
         if isinstance(loop.init, c_ast.DeclList):
@@ -624,6 +810,61 @@ def _normalize_loop(loop: c_ast.For, canon: Canonical, nest_vars: set[str]) -> N
         loop.next = c_ast.UnaryOp("p++", c_ast.ID(var))
         canon.steps.append(f"the decrementing loop over '{var}' counted up (same values)")
         canon.reordered.append(f"the loop over '{var}' counts down")
+
+
+def _count_from_start(loop: c_ast.For, var: str, start: c_ast.Node, cond: c_ast.BinaryOp,
+                      canon: Canonical, scope: Scope) -> bool:
+    """A loop counting v down from `start` whose body reads v only as `start - v` (CMSIS-DSP's
+    `pInB + (numColsB - col)`), as a loop counting t = start - v up from 0: the same iterations
+    in the same order, and the body's `start - v` is t.  Where v stays above 0 (`v > 0`, `v >=
+    1`) the two may be cast to integer types that keep their values (`(long)n - (long)v`).
+    start reads names the loop does not store, no memory.  False: not such a loop (it is then
+    counted up over v's own values)."""
+    positive = cond.op == ">" and is_zero(cond.right) or \
+        cond.op == ">=" and const_int(cond.right) == 1
+
+    def bare(node: c_ast.Node) -> c_ast.Node:
+        while positive and isinstance(node, c_ast.Cast):
+            to = ctype.resolve(node.to_type, scope.typedefs)
+            inner = _arith_type(node.expr, scope)
+            if not (isinstance(to, ctype.Scalar) and to.kind == "int" and inner is not None and
+                    to.bits >= max(inner.bits, 32) and (to.signed or to.bits > inner.bits or
+                                                        not inner.signed)):
+                break
+            node = node.expr
+        return node
+    head = _GEN.visit(bare(start))
+    if not _plain_value(start) or names_in(start) & assigned_names(loop):
+        return False
+    matched = []
+
+    def counted(node: c_ast.Node) -> c_ast.Node:
+        if isinstance(node, c_ast.BinaryOp) and node.op == "-" and \
+                is_var(bare(node.right), var) and _GEN.visit(bare(node.left)) == head:
+            matched.append(node)
+            return c_ast.ID(var)        # (the new counter, of the same name)
+        return map_children(node, counted)
+    mentions = sum(1 for n in walk(loop.stmt) if is_var(n, var))
+    body = counted(clone(loop.stmt))
+    if len(matched) != mentions or var in names_in(start):
+        return False
+    trip = clone(start) if is_zero(cond.right) and cond.op == ">" else \
+        c_ast.BinaryOp("+", c_ast.BinaryOp("-", clone(start), clone(cond.right)),
+                       c_ast.Constant("int", "1")) if cond.op == ">=" else \
+        c_ast.BinaryOp("-", clone(start), clone(cond.right))
+    if not isinstance(loop.init, c_ast.DeclList):
+        bound = _GEN.visit(cond.right)
+        canon.finals[var] = f"{var} = ({bound}){' - 1' if cond.op == '>=' else ''};"
+    decl = c_ast.Decl(var, [], [], [], [], c_ast.TypeDecl(var, [], None,
+                                                          c_ast.IdentifierType(["long"])),
+                      c_ast.Constant("int", "0"), None)
+    loop.init = c_ast.DeclList([decl])
+    loop.cond = c_ast.BinaryOp("<", c_ast.ID(var), trip)
+    loop.next = c_ast.UnaryOp("p++", c_ast.ID(var))
+    loop.stmt = body
+    canon.steps.append(f"the loop counting '{var}' down from {head}, read as {head} - {var}, "
+                       f"as a loop counting {head} - {var} up")
+    return True
 
 
 def _min_args(node: c_ast.Node, context: Context) -> tuple[c_ast.Node, c_ast.Node] | None:
@@ -1271,10 +1512,12 @@ def _one_induction(root: c_ast.For, canon: Canonical, context: Context) -> bool:
                 continue
             if _mentions_outside(root, loop, name, here):
                 continue
-            counts = _counts(chain, rest, root, nest_vars)
+            counts = _counts(chain, rest, root, nest_vars, context.scope)
             if counts is None:
                 continue
             offset, trips = counts
+            if not _wraps_alike(decl, _scaled(offset, step), context.scope):
+                continue
             if here is None:                     # the value the original leaves
                 canon.finals[name] = f"{name} += " + " * ".join(
                     f"(__PTRDIFF_TYPE__)({_GEN.visit(t)})" for t in trips) + \
@@ -1315,11 +1558,14 @@ def _chain(root: c_ast.For, loop: c_ast.For, decl: c_ast.Decl | None) -> list[c_
     return chain
 
 
-def _counts(chain: list[c_ast.For], last: c_ast.For, root: c_ast.For, nest_vars: set[str]):
+def _counts(chain: list[c_ast.For], last: c_ast.For, root: c_ast.For, nest_vars: set[str],
+            scope: Scope):
     """(the number of iterations of the chain's last loop before the current one, as an
     expression of the counters; each loop's trip count) -- None when a loop of the chain does not
     count up by 1 to a `<` or `<=` bound, a loop inside another has a trip count that changes
-    (a triangular nest), or something could leave a loop early."""
+    (a triangular nest), or something could leave a loop early.  The iterations of a counter of
+    an unsigned type narrower than 64 bits, a difference, are counted in long (`n - v` in
+    unsigned int is not what the index converter takes)."""
     if any(isinstance(n, (c_ast.Break, c_ast.Return, c_ast.Goto)) for n in walk(chain[0])) or \
             any(has_continue(f.stmt) for f in chain[:-1]):
         return None
@@ -1343,27 +1589,62 @@ def _counts(chain: list[c_ast.For], last: c_ast.For, root: c_ast.For, nest_vars:
         trips.append(clone(trip))
         terms = [c_ast.BinaryOp("*", t, clone(trip)) for t in terms]
         # the iterations before this one: counting up from start, or down from it
+        t = scope.type_of(var)
+        wide = (lambda e: c_ast.Cast(c_ast.Typename(None, [], None, c_ast.TypeDecl(
+            None, [], None, c_ast.IdentifierType(["long"]))), e)) \
+            if isinstance(t, ctype.Scalar) and not t.signed and t.bits < 64 else (lambda e: e)
         terms.append((c_ast.ID(var) if const_int(start) == 0 else
-                      c_ast.BinaryOp("-", c_ast.ID(var), clone(start))) if step == 1 else
-                     c_ast.BinaryOp("-", clone(start), c_ast.ID(var)))
+                      c_ast.BinaryOp("-", wide(c_ast.ID(var)), wide(clone(start))))
+                     if step == 1 else
+                     c_ast.BinaryOp("-", wide(clone(start)), wide(c_ast.ID(var))))
     offset = terms[0]
     for term in terms[1:]:
         offset = c_ast.BinaryOp("+", offset, term)
     return offset, trips
 
 
+def _wraps_alike(decl: c_ast.Decl, offset: c_ast.Node, scope: Scope) -> bool:
+    """v + offset wraps where the original's steps of v wrap: v is not an unsigned integer
+    narrower than 64 bits, or offset's arithmetic is no wider than v's (then v + offset is
+    computed in v's type, modulo 2**bits as the steps are, and the index converter checks that
+    it does not wrap)."""
+    t = ctype.resolve(decl.type, scope.typedefs)
+    if not isinstance(t, ctype.Scalar) or t.signed or t.bits >= 64:
+        return True
+    inner = _arith_type(offset, scope)
+    return inner is not None and inner.kind == "int" and inner.bits <= t.bits
+
+
+def _arith_type(node: c_ast.Node, scope: Scope) -> ctype.Scalar | None:
+    """The type of integer arithmetic on names and constants (None: something else)."""
+    if isinstance(node, c_ast.Constant) and node.type == "int":
+        suffix = node.value.lower().lstrip("0123456789abcdefx")
+        return None if "l" in suffix else ctype.Scalar("int", 32, "u" not in suffix,
+                                                       "unsigned int" if "u" in suffix else "int")
+    if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-", "*"):
+        left, right = _arith_type(node.left, scope), _arith_type(node.right, scope)
+        return None if left is None or right is None else ctype.usual_conversion(left, right)
+    if isinstance(node, c_ast.UnaryOp) and node.op == "-":
+        inner = _arith_type(node.expr, scope)
+        return None if inner is None else ctype.promote(inner)
+    t = scope.type_of_expr(node) if isinstance(node, c_ast.ID) else \
+        ctype.resolve(node.to_type, scope.typedefs) if isinstance(node, c_ast.Cast) else None
+    return t if isinstance(t, ctype.Scalar) and t.kind == "int" else None
+
+
 def _plain_induction(decl: c_ast.Decl, context: Context) -> bool:
     """A non-volatile pointer, or an integer that cannot wrap where the original is defined: a
-    signed one of int's width or more (its overflow is undefined), an unsigned one of 64 bits.
-    (A float stepped by h is not its start plus k*h; an `unsigned short` index wraps at 65536.)"""
+    signed one of int's width or more (its overflow is undefined), an unsigned one of int's
+    width or more (its closed form is computed in its type where it wraps alike,
+    `_wraps_alike`).  (A float stepped by h is not its start plus k*h; an `unsigned short`
+    index wraps at 65536, and its start plus k*h is computed in int.)"""
     t = ctype.resolve(decl.type, context.scope.typedefs)
     if "volatile" in (decl.quals or []) or getattr(t, "volatile", False) or \
             {"static", "extern"} & set(decl.storage or []):
         return False                     # (a static is not set again where it is declared)
     if isinstance(t, ctype.Pointer):
         return True
-    return isinstance(t, ctype.Scalar) and t.kind == "int" and \
-        t.bits >= (32 if t.signed else 64)
+    return isinstance(t, ctype.Scalar) and t.kind == "int" and t.bits >= 32
 
 
 def _step_amount(stmt: c_ast.Node | None, name: str) -> c_ast.Node | None:

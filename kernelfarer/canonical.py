@@ -49,7 +49,7 @@ from kernelfarer.canon_base import Canonical, Context, Side, clone, loop_vars, w
 from kernelfarer.canon_loops import (
     collapse_anywhere, count_up_fors, detile, flatten_blocks, induction_variables, split_for_inits,
     memsets_to_loops, normalize_loops, pointer_subscripts, reroll_blocks, strip_labels,
-    walk_blocks, while_to_for, min_functions, do_whiles_as_whiles)
+    walk_blocks, while_to_for, min_functions, do_whiles_as_whiles, entry_inits)
 from kernelfarer.canon_calls import inline_accessor_calls, inline_dot_calls
 from kernelfarer.canon_pointers import pointer_bounded_loops, pointers_of_the_nest
 from kernelfarer.canon_sums import narrow_wide_sums
@@ -61,14 +61,17 @@ from kernelfarer.canon_values import (
 __all__ = ["Canonical", "Context", "Side", "canonicalize", "min_functions"]
 
 
-def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | None = None
-                 ) -> Canonical | None:
+def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | None = None,
+                 earlier: tuple[c_ast.Node, ...] = ()) -> Canonical | None:
     """The canonical form of the nest at `root` (a `for`, `while` or `do`; `before` is the
-    statement right before it in its block, the counter's initialization of a `while`), or None
-    when `root` is not a loop nest at all."""
+    statement right before it in its block; `earlier` the statements that run before it, the
+    last right before it, with no jump into them: where a `while` finds its counter's
+    initialization), or None when `root` is not a loop nest at all."""
     node = clone(root)
     canon = Canonical(node=None)   # type: ignore[arg-type]
-    node = do_whiles_as_whiles(node, before, canon, context)
+    init = entry_inits(root, earlier, context) \
+        if isinstance(root, (c_ast.While, c_ast.DoWhile)) else None
+    node = do_whiles_as_whiles(node, init, canon, context)
     if node is None:
         return None
     context = with_declarations(context, node, before)
@@ -76,7 +79,7 @@ def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | Non
     if isinstance(node, c_ast.For) and inline_dot_calls(node, canon, context):
         context = with_declarations(context, node, before)   # (the helpers' locals)
     if isinstance(node, c_ast.While):
-        node = while_to_for(node, clone(before), canon, root=True, scope=context.scope)
+        node = while_to_for(node, clone(init), canon, root=True, scope=context.scope)
         if node is None:
             return None
     if not isinstance(node, c_ast.For):
@@ -95,7 +98,7 @@ def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | Non
     if _GEN.visit(node) != before_text:
         canon.steps.append("pointer subscripts *(p + i) as p[i]")
     nest_vars = loop_vars(node)
-    normalize_loops(node, canon, nest_vars)
+    normalize_loops(node, canon, nest_vars, context.scope)
     untile_scalars(node, canon, context)
     untile_accumulators(node, canon, context)
     detile_offsets(node, canon, context)

@@ -110,11 +110,14 @@ def wrap_guards(conv: IndexConverter, loops: dict, scope: Scope) -> list[Guard]:
                            "negative") for p in dict.fromkeys(signs)]
     checks = list(dict.fromkeys(conv.wrap_checks))
     # A check implied by a larger one (same terms plus non-negative ones) is dropped.
+    # (A difference is checked from below too: no other check implies its own.)
     checks = [(p, b) for p, b in checks
-              if not any(q != p and all(c >= 0 for _, c in (q - p).terms) for q, _ in checks)]
+              if any(c < 0 for _, c in p.terms) or
+              not any(q != p and all(c >= 0 for _, c in (q - p).terms) for q, _ in checks)]
     for poly, bits in checks:
         if any(c < 0 for _, c in poly.terms):
-            raise NotGemm("unsigned index arithmetic with a negative term may wrap around")
+            guards += _difference_guards(poly, bits, loops)
+            continue
         corner = poly
         for var, lp in loops.items():
             if var not in poly.symbols():
@@ -130,6 +133,34 @@ def wrap_guards(conv: IndexConverter, loops: dict, scope: Scope) -> list[Guard]:
         limit = (1 << bits) - 1
         guards.append(Guard(f"{corner.to_c(cast='unsigned long long')} <= {limit}ull",
                             f"unsigned {bits}-bit index {poly.pretty()} does not wrap"))
+    return guards
+
+
+def _difference_guards(poly: Poly, bits: int, loops: dict) -> list[Guard]:
+    """Unsigned `bits`-bit index arithmetic with a negative term (`n - j`, j <= n) is exact
+    where its value stays in 0 .. 2**bits - 1 at every iteration: affine in the loop variables
+    with coefficients of known sign (the names in them checked not negative), it is least and
+    largest at two corners of the loops' ranges, each checked at run time."""
+    try:
+        coeffs, rest = poly.split([v for v in loops if v in poly.symbols()])
+    except NotAffine as exc:
+        raise NotGemm(f"unsigned index arithmetic may wrap around ({exc})") from None
+    low = high = rest
+    names = set()
+    for var, coeff in coeffs.items():
+        lp = loops[var]
+        first, last = lp.lower, lp.upper - Poly.const(1)
+        if all(c >= 0 for _, c in coeff.terms):
+            low, high = low + coeff * first, high + coeff * last
+        elif all(c <= 0 for _, c in coeff.terms):
+            low, high = low + coeff * last, high + coeff * first
+        else:
+            raise NotGemm("unsigned index arithmetic with a negative term may wrap around")
+        names |= coeff.symbols()
+    guards = [not_negative(f"(kf_index)({name})", f"'{name}' is not negative")
+              for name in sorted(names)]
+    guards.append(Guard(f"{low.to_c()} >= 0 && {high.to_c()} <= {(1 << bits) - 1}ll",
+                        f"unsigned {bits}-bit index {poly.pretty()} does not wrap"))
     return guards
 
 

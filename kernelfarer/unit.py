@@ -210,20 +210,27 @@ class _Walker:
             self._index_fors(child)
 
     def statement(self, node: c_ast.Node | None, scope: Scope, depth: int,
-                  before: c_ast.Node | None = None) -> None:
+                  before: c_ast.Node | None = None, earlier: tuple = ()) -> None:
+        """`earlier`: the statements that run right before `node` in this order, with no jump
+        into them (where a while loop's counter may be set)."""
         if node is None:
             return
         if isinstance(node, c_ast.Compound):
             scope.push()
             previous = None
+            chain = list(earlier)
             for item in node.block_items or []:
                 if isinstance(item, (c_ast.For, c_ast.While, c_ast.DoWhile)) and \
                         isinstance(previous, c_ast.Pragma):
                     self.pragma_loops.add(id(item))
                     if _holds_omp_parallel(previous):
                         self.parallel_loops.add(id(item))
-                self.statement(item, scope, depth, before=previous)
+                if isinstance(item, (c_ast.Case, c_ast.Default)) or \
+                        isinstance(item, c_ast.Label) and item.name in self.gotos:
+                    chain = []                  # a jump may enter here
+                self.statement(item, scope, depth, before=previous, earlier=tuple(chain))
                 previous = item
+                chain.append(item)
             scope.pop()
         elif isinstance(node, c_ast.Decl):
             scope.declare(node)
@@ -231,23 +238,24 @@ class _Walker:
             scope.declare_typedef(node)
         elif isinstance(node, (c_ast.For, c_ast.While)) or \
                 isinstance(node, c_ast.DoWhile) and const_int(node.cond) is None:
-            self.loop(node, scope, depth, before)     # (`do { ... } while (0)`: a macro's block)
+            self.loop(node, scope, depth, before, earlier)   # (`do {} while (0)`: a block)
         elif isinstance(node, (c_ast.If,)):
-            self.statement(node.iftrue, scope, depth)
-            self.statement(node.iffalse, scope, depth)
+            self.statement(node.iftrue, scope, depth, earlier=(*earlier, node.cond))
+            self.statement(node.iffalse, scope, depth, earlier=(*earlier, node.cond))
         elif isinstance(node, c_ast.Label):
-            self.statement(node.stmt, scope, depth, before)     # `outer: for ...`
+            self.statement(node.stmt, scope, depth, before, earlier)     # `outer: for ...`
         elif isinstance(node, (c_ast.DoWhile, c_ast.Case, c_ast.Default)):
             for _, child in node.children():
                 if isinstance(child, (c_ast.Compound, c_ast.For, c_ast.If, c_ast.While,
                                       c_ast.DoWhile, c_ast.Label, c_ast.Case, c_ast.Default,
                                       c_ast.Switch, c_ast.Decl)):
-                    self.statement(child, scope, depth)
+                    self.statement(child, scope, depth,
+                                   earlier=earlier if isinstance(node, c_ast.DoWhile) else ())
         elif isinstance(node, c_ast.Switch):
             self.statement(node.stmt, scope, depth)
 
     def loop(self, node: c_ast.For | c_ast.While | c_ast.DoWhile, scope: Scope, depth: int,
-             before: c_ast.Node | None = None) -> None:
+             before: c_ast.Node | None = None, earlier: tuple = ()) -> None:
         source = self.tu.source
         if not source.is_here(node.coord):
             return
@@ -256,17 +264,18 @@ class _Walker:
                           key=lambda f: f.coord.column)
         rank = next(i for i, f in enumerate(siblings) if f is node)
         location = source.location(node.coord)
-        context = Context(scope=scope, gotos=self.gotos, functions=self.functions,
+        context = Context(scope=scope, gotos=self.gotos, addressed=self.facts.address_taken,
+                          functions=self.functions,
                           min_functions=self.min_functions, dot_functions=self.dot_functions,
                           accessors=self.accessors)
         canon = None
         try:
-            canon = canonicalize(node, context, before=before)
+            canon = canonicalize(node, context, before=before, earlier=earlier)
             _check_openmp(node, before)
             if canon is None:
                 raise NotGemm(f"the {'do-' if keyword == 'do' else ''}while loop is not a counted "
-                              "loop (a counter set right before it and stepped by one at the end "
-                              "of its body)")
+                              "loop (a counter set before it, kept until it, and stepped by one "
+                              "once in its body)")
             spec = recognize_nest(canon.node, scope, self.facts, location, _ids_within(node),
                                   self.functions, canon=canon,
                                   char_unsigned=self.tu.char_unsigned)

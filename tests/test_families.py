@@ -1040,7 +1040,7 @@ void f(int n, const float *A, const float *B, float *C)
                     C[i * n + j] = s;
                 }
 }""", "deeper than 3"),
-    "while loop whose counter is stepped in the middle": ("""
+    "while loop whose counter is stepped twice": ("""
 void f(int n, const float *A, const float *B, float *C)
 {
     int i = 0;
@@ -1049,6 +1049,35 @@ void f(int n, const float *A, const float *B, float *C)
         for (int j = 0; j < n; j++)
             for (int k = 0; k < n; k++)
                 C[(i - 1) * n + j] += A[(i - 1) * n + k] * B[k * n + j];
+        i++;
+    }
+}""", "while loop is not a counted loop"),
+    "while loop entered again by a goto with another counter": ("""
+void f(int n, const float *A, const float *B, float *C)
+{
+    int i = 0, again = 1;
+top:
+    while (i < n) {
+        for (int j = 0; j < n; j++)
+            for (int k = 0; k < n; k++)
+                C[i * n + j] += A[i * n + k] * B[k * n + j];
+        i++;
+    }
+    if (again) { again = 0; i = n / 2; goto top; }
+}""", "while loop is not a counted loop"),
+    "while loop whose counter a call may change after it is set": ("""
+extern int *where;
+void bump(void);
+void f(int n, const float *A, const float *B, float *C)
+{
+    int i = 0;
+    where = &i;
+    bump();
+    while (i < n) {
+        for (int j = 0; j < n; j++)
+            for (int k = 0; k < n; k++)
+                C[i * n + j] += A[i * n + k] * B[k * n + j];
+        i++;
     }
 }""", "while loop is not a counted loop"),
     "code after the GEMM that reads the next row": ("""

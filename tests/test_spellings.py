@@ -989,6 +989,95 @@ void dw_pre(int M, int N, int K, const float *A, const float *B, float *C) {
 }
 """
 
+# CMSIS-DSP's arm_mat_mult_f32 (its portable C, sizes as parameters): do-while loops whose
+# counters are set well before them (row at its declaration, col two statements up), a column
+# counter stepped before the statement that reads it (`col--; pIn2 = pInB + (numColsB - col);`,
+# the pointer set for the next column), an unsigned 32-bit index stepped by a row (`i`)
+CMSIS_MAT_MULT = """
+#include <stdint.h>
+void cmsis_mult(int M, int N, int K, const float *pSrcA, const float *pSrcB, float *pDst) {
+    const float *pIn1 = pSrcA, *pIn2 = pSrcB, *pInA = pSrcA, *pInB = pSrcB;
+    float *pOut = pDst, *px, sum;
+    uint16_t numRowsA = M, numColsB = N, numColsA = K;
+    uint32_t col, i = 0U, row = numRowsA, colCnt;
+    if (M <= 0 || N <= 0 || M > 65535 || N > 65535 || K > 65535)
+        return;
+    do {
+        px = pOut + i;
+        col = numColsB;
+        pIn2 = pSrcB;
+        do {
+            sum = 0.0f;
+            pIn1 = pInA;
+            colCnt = numColsA;
+            while (colCnt > 0U) {
+                sum += *pIn1++ * *pIn2;
+                pIn2 += numColsB;
+                colCnt--;
+            }
+            *px++ = sum;
+            col--;
+            pIn2 = pInB + (numColsB - col);
+        } while (col > 0U);
+        i = i + numColsB;
+        pInA = pInA + numColsA;
+        row--;
+    } while (row > 0U);
+}
+"""
+
+# Counters set by C89 declarations and statements some way before their while loops, and
+# stepped before the statements that read them (which read the stepped value)
+SET_EARLIER = """
+void set_earlier(int M, int N, int K, const double *A, const double *B, double *C) {
+    int i = 0, j, k;
+    double s;
+    j = 0;
+    while (i < M) {
+        j = 0;
+        while (j < N) {
+            k = 0;
+            s = 0;
+            while (k < K) {
+                k++;
+                s += A[i * K + k - 1] * B[(k - 1) * N + j];
+            }
+            j++;
+            C[i * N + j - 1] = s;
+        }
+        i++;
+    }
+}
+"""
+
+# Fortran's 1-based counters as unsigned ints: `k - 1` is unsigned arithmetic, exact where it
+# stays in 0 .. 2**32 - 1 (checked at the corners of the loops' ranges)
+UNSIGNED_ONE_BASED = """
+void one_based(unsigned M, unsigned N, unsigned K, const float *A, const float *B, float *C) {
+    for (unsigned i = 1; i <= M; i++)
+        for (unsigned j = 1; j <= N; j++) {
+            float s = 0;
+            for (unsigned k = 1; k <= K; k++)
+                s += A[(i - 1) * K + k - 1] * B[(k - 1) * N + j - 1];
+            C[(i - 1) * N + (j - 1)] = s;
+        }
+}
+"""
+
+# ... and one whose difference wraps (k - 1u is 4294967295 at k = 0, + 1u makes it 0 again):
+# defined, and not what 64-bit index arithmetic computes, so the fast path must not run
+UNSIGNED_DIFFERENCE_WRAPS = """
+void wraps_back(unsigned M, unsigned N, unsigned K, const float *A, const float *B, float *C) {
+    for (unsigned i = 0; i < M; i++)
+        for (unsigned j = 0; j < N; j++) {
+            float s = 0;
+            for (unsigned k = 0; k < K; k++)
+                s += A[i * K + (k - 1u + 1u)] * B[k * N + j];
+            C[i * N + j] = s;
+        }
+}
+"""
+
 # Types declared in the function: a VLA row type (its size is N's value there), hiding a file
 # typedef of the same name whose rows are 64 long
 VLA_TYPEDEF = """
@@ -1268,6 +1357,13 @@ CASES = {
                                            "const double *, double *);", "double", _sizes_a_b_c),
     "do_while_pre": (DO_WHILE_PRE, "void dw_pre(int, int, int, const float *, const float *, "
                                    "float *);", "float", _sizes_a_b_c),
+    "cmsis_mat_mult": (CMSIS_MAT_MULT, "void cmsis_mult(int, int, int, const float *, "
+                                       "const float *, float *);", "float", _sizes_a_b_c),
+    "set_earlier": (SET_EARLIER, "void set_earlier(int, int, int, const double *, "
+                                 "const double *, double *);", "double", _sizes_a_b_c),
+    "unsigned_one_based": (UNSIGNED_ONE_BASED, "void one_based(unsigned, unsigned, unsigned, "
+                                               "const float *, const float *, float *);",
+                           "float", _sizes_a_b_c),
     "vla_typedef": (VLA_TYPEDEF, "void vla_typedef(int, int, int, const float *, const float *, "
                                  "float *);", "float", _sizes_a_b_c),
     "row_tables": (ROW_TABLES, "void run_rows(int, int, int, float *, float *, float *, int);",
@@ -1453,6 +1549,19 @@ void wide_sum(int M, int N, int K, const int8_t *a, const int8_t *b, const int64
 """, "void wide_sum(int, int, int, const int8_t *, const int8_t *, const int64_t *, int64_t *);",
                   "long", lambda m, n, k: []),
 }
+
+
+def test_unsigned_differences_that_wrap_fall_back(tmp_path):
+    """`k - 1u` wraps at k = 0: the nest is replaced (its index, k, is affine) but the check that
+    the difference stays in range fails, and the original runs: the same results."""
+    case = (UNSIGNED_DIFFERENCE_WRAPS, "void wraps_back(unsigned, unsigned, unsigned, "
+            "const float *, const float *, float *);", "float", _sizes_a_b_c)
+    built = build_cases({"wraps_back": case}, OneTestFactory(tmp_path))["wraps_back"]
+    assert built[0].replaced == 1, [r.message() for r in built[0].remarks]
+    check_case("wraps_back", case, built, fast_path=False)
+    ffi = cffi.FFI()
+    ffi.cdef("extern long kernelfarer_fast_path_calls;")
+    assert ffi.dlopen(built[1][1]).kernelfarer_fast_path_calls == 0
 
 
 def test_int8_products_summed_in_int64(tmp_path):
