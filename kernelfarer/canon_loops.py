@@ -7,6 +7,7 @@ from __future__ import annotations
 from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
+from kernelfarer.affine import Poly
 from kernelfarer.ctype import Scope
 
 from kernelfarer.canon_base import (
@@ -196,28 +197,81 @@ def step_last(items: list[c_ast.Node], var: str, canon: Canonical,
 def _reset_first(items: list[c_ast.Node], at: int, var: str, canon: Canonical,
                  around: Around | None) -> c_ast.Node | None:
     """The body's last statement `p = g;` after the counter's step at `at`, where it can be the
-    body's first instead: g reads v as the next iteration starts with it, names the body does
-    not store and no memory, not p; the loop starts with p set to g's value at v's start (a
-    run-time check that `p = e0;` before the loop in its block gave the same value, e0 and g
-    read nothing the nest stores); and nothing in the nest but that statement and the loop
-    mentions p, which is then dead after the loop, as the reset leaves it in the original."""
+    body's first instead: g reads v as the next iteration starts with it (`_rotation_seed`)."""
     last = items[-1]
     if around is None or at == len(items) - 1 or not (
             isinstance(last, c_ast.Assignment) and last.op == "=" and
             isinstance(last.lvalue, c_ast.ID)):
         return None
-    name, value = last.lvalue.name, last.rvalue
-    context, nest = around.context, around.nest
-    body = compound(items)
     start = _start_value(around.init, var)
-    if name == var or start is None or not _plain_value(value) or name in names_in(value) or \
+    if start is None:
+        return None
+    value = last.rvalue
+    seed = _rotation_seed(last.lvalue.name, value, replace_ids(clone(value), var, start),
+                          compound(items), var, canon, around)
+    if seed is None:
+        return None
+    if isinstance(seed, c_ast.Assignment):
+        around.dead = seed            # (p's value before the loop: read by none now)
+    return last
+
+
+def for_resets_first(root: c_ast.For, canon: Canonical, context: Context) -> None:
+    """`p = B; for (j = 0; j < n; j++) { ...; p = B + j + 1; }`, p set last in a for loop's body
+    for the next iteration, as `for (...) { T *p = B + (j - 1) + 1; ... }`: the statement first,
+    reading the counter's value one step back (`_rotation_seed` says when), the set before the
+    loop gone (a declaration of p moves into the body)."""
+    for block in [n for n in walk(root) if isinstance(n, c_ast.Compound)]:
+        items = block.block_items or []
+        for at, loop in enumerate(items):
+            found = init_var(loop) if isinstance(loop, c_ast.For) else None
+            body = items_of(loop.stmt) if found is not None else []
+            if len(body) < 2 or step_of(loop, found[0]) not in (1, -1) or \
+                    has_continue(loop.stmt):
+                continue
+            var, start = found
+            last = body[-1]
+            if not (isinstance(last, c_ast.Assignment) and last.op == "=" and
+                    isinstance(last.lvalue, c_ast.ID)):
+                continue
+            back = c_ast.BinaryOp("-" if step_of(loop, var) == 1 else "+", c_ast.ID(var),
+                                  c_ast.Constant("int", "1"))
+            first = replace_ids(clone(last.rvalue), var, c_ast.BinaryOp(
+                back.op, clone(start), c_ast.Constant("int", "1")))
+            around = Around(items[:at], items[at + 1:], root, None, context)
+            seed = _rotation_seed(last.lvalue.name, last.rvalue, first, loop.stmt, var, canon,
+                                  around)
+            if seed is None:
+                continue
+            value = replace_ids(clone(last.rvalue), var, back)
+            if isinstance(seed, c_ast.Decl):
+                moved = clone(seed)
+                moved.init = value
+            else:
+                moved = c_ast.Assignment("=", c_ast.ID(last.lvalue.name), value)
+            loop.stmt = compound([moved] + body[:-1], loop.stmt)
+            block.block_items = [x for x in items if x is not seed]
+            return for_resets_first(root, canon, context)
+
+
+def _rotation_seed(name: str, value: c_ast.Node, first: c_ast.Node, body: c_ast.Node, var: str,
+                   canon: Canonical, around: Around) -> c_ast.Node | None:
+    """The statement before a loop (in `around`) that sets p, where `p = value;`, last in the
+    loop's `body` for the next iteration, can be its first: value reads names the body does not
+    store and no memory, not p; the loop starts with p set to `first` (value for the first
+    iteration: a run-time check that the set before the loop, `p = e0;`, gave the same, e0 and
+    first read nothing the nest stores); and nothing in the nest but that statement and the
+    loop's body mentions p, which is then dead after the loop, as the reset leaves it in the
+    original.  None: not so (nothing is changed)."""
+    context, nest = around.context, around.nest
+    if name == var or not _plain_value(value) or name in names_in(value) or \
             (names_in(value) - {var}) & assigned_names(body) or \
             name in context.addressed or _global(name, context):
         return None
     seed = entry_init(name, around.before, context, memory=True)
     if seed is None:
         return None
-    entry, first = _start_value(seed, name), replace_ids(clone(value), var, start)
+    entry = _start_value(seed, name)
     moving = assigned_names(nest) | loop_vars(nest) if isinstance(nest, c_ast.For) \
         else assigned_names(nest)
     if (names_in(entry) | names_in(first)) & moving or \
@@ -227,14 +281,41 @@ def _reset_first(items: list[c_ast.Node], at: int, var: str, canon: Canonical,
     if mentions != sum(1 for n in (*walk(seed), *walk(body)) if is_var(n, name)):
         return None
     text = _GEN.visit(value)
-    canon.guards.append((f"({_GEN.visit(entry)}) == ({_GEN.visit(first)})",
-                         f"'{name}' starts the loop over '{var}' at {text}, as its other "
-                         "iterations do"))
+    apart = _difference(entry, first)
+    if apart is not None and not apart.is_zero():
+        return None                    # (`kx = 0;` then `kx = k;` last: never the same)
+    if apart is None:
+        canon.guards.append((f"({_GEN.visit(entry)}) == ({_GEN.visit(first)})",
+                             f"'{name}' starts the loop over '{var}' at {text}, as its other "
+                             "iterations do"))
     canon.steps.append(f"'{name} = {text}', last in the loop over '{var}' for its next "
                        "iteration, made its first statement")
-    if isinstance(seed, c_ast.Assignment):
-        around.dead = seed            # (p's value before the loop: read by none now)
-    return last
+    return seed
+
+
+def _difference(a: c_ast.Node, b: c_ast.Node):
+    """a - b as a constant Poly where both are sums of products of names and integer constants
+    that differ by one (`B` and `B + 1`: never equal; `0` and `0 - 1 + 1`: always), else None."""
+    def poly(node: c_ast.Node):
+        if isinstance(node, c_ast.ID):
+            return Poly.symbol(node.name)
+        if isinstance(node, c_ast.Constant):
+            value = const_int(node)
+            return None if value is None else Poly.const(value)
+        if isinstance(node, c_ast.UnaryOp) and node.op == "-":
+            inner = poly(node.expr)
+            return None if inner is None else -inner
+        if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-", "*"):
+            left, right = poly(node.left), poly(node.right)
+            if left is None or right is None:
+                return None
+            return left + right if node.op == "+" else left - right if node.op == "-" \
+                else left * right
+        return None
+    pa, pb = poly(a), poly(b)
+    if pa is None or pb is None or not (pa - pb).is_const():
+        return None
+    return pa - pb
 
 
 def _start_value(init: c_ast.Node | None, var: str) -> c_ast.Node | None:
@@ -1511,6 +1592,8 @@ def _one_induction(root: c_ast.For, canon: Canonical, context: Context) -> bool:
             if rest is None or name in assigned_names(rest.stmt) or name in assigned_names(rest.next):
                 continue
             if _mentions_outside(root, loop, name, here):
+                if _local_induction(root, loop, var, name, step, rest, decl, canon, context):
+                    return True
                 continue
             counts = _counts(chain, rest, root, nest_vars, context.scope)
             if counts is None:
@@ -1529,6 +1612,77 @@ def _one_induction(root: c_ast.For, canon: Canonical, context: Context) -> bool:
                                f"as its value on entry plus ({_GEN.visit(offset)})")
             return True
     return False
+
+
+def _local_induction(root: c_ast.For, loop: c_ast.For, var: str, name: str, step: c_ast.Node,
+                     rest: c_ast.For, decl: c_ast.Decl, canon: Canonical,
+                     context: Context) -> bool:
+    """`name`, stepped by `step` each iteration of `loop`, that the nest also stores elsewhere (a
+    step back after the loop, `pb -= K*N - 1;`): inside the loop its value on entry plus the
+    steps so far, and all of them in one merged into the next statement of the block that
+    mentions it, a step (which an outer loop may then step as one); where none does, right
+    after the loop, or nowhere where the block sets it afresh before the loop.  The loop counts by 1 to a bound; its trip count reads nothing the nest stores and
+    is checked at run time not to be negative (where it is, the original takes no step).  False:
+    not such a variable."""
+    parent = _parent_block(root, loop)
+    counts = _counts([loop], rest, root, loop_vars(root), context.scope) if parent else None
+    if counts is None:
+        return False
+    offset, (trip,) = counts
+    offset = _scaled(offset, step)
+    if names_in(trip) & (assigned_names(root) | loop_vars(root)) or \
+            not side_effect_free(trip, context.functions) or \
+            not _wraps_alike(decl, offset, context.scope):
+        return False
+    items = parent.block_items
+    at = next(i for i, item in enumerate(items) if item is loop)
+    total = c_ast.BinaryOp("*", clone(trip), clone(step))
+    later = next((i for i in range(at + 1, len(items)) if is_var(getattr(items[i], "lvalue",
+                  getattr(items[i], "expr", None)), name) or name in names_in(items[i])), None)
+    amount = _step_amount(items[later], name) if later is not None else None
+    if later is not None and (amount is None or name in names_in(amount) or
+                              not side_effect_free(amount, context.functions)):
+        return False                 # (read after the loop: left to the other checks)
+    if amount is not None:
+        items[later] = c_ast.Assignment("+=", c_ast.ID(name), c_ast.BinaryOp("+", total, amount))
+    elif not _set_before_in_block(items[:at], name, root, parent):
+        items.insert(at + 1, c_ast.Assignment("+=", c_ast.ID(name), total))
+    # (else the block sets it before the loop and nothing else mentions it: the value the loop
+    # leaves is never read in the nest)
+    loop.next, loop.stmt = rest.next, _offset_uses(rest.stmt, name, offset)
+    canon.inductions.add(name)
+    canon.guards.append((f"({_GEN.visit(trip)}) >= 0",
+                         f"the loop over '{var}' runs {_GEN.visit(trip)} times, not fewer than "
+                         "none"))
+    canon.steps.append(f"'{name}', stepped by {_GEN.visit(step)} each '{var}' iteration, as its "
+                       f"value on entry to the loop plus ({_GEN.visit(offset)}), and by all of "
+                       "them after it")
+    return True
+
+
+def _set_before_in_block(before: list[c_ast.Node], name: str, root: c_ast.Node,
+                         block: c_ast.Compound) -> bool:
+    """Is the first statement of `before` that mentions `name` one that sets it afresh (`name =
+    e;`, e not reading it), with every mention of it in the nest inside `block`?"""
+    inside = sum(1 for n in walk(block) if is_var(n, name))
+    first = next((x for x in before if name in names_in(x) or
+                  isinstance(x, c_ast.Decl) and x.name == name), None)
+    return inside == sum(1 for n in walk(root) if is_var(n, name)) and (
+        isinstance(first, c_ast.Assignment) and first.op == "=" and
+        is_var(first.lvalue, name) and name not in names_in(first.rvalue) or
+        isinstance(first, c_ast.Decl) and first.name == name)
+
+
+def _parent_block(root: c_ast.Node, loop: c_ast.For) -> c_ast.Compound | None:
+    """The block of `root` whose statement `loop` is (a loop body of that one statement made a
+    block), or None."""
+    for node in walk(root):
+        if isinstance(node, c_ast.Compound) and any(x is loop for x in node.block_items or []):
+            return node
+        if isinstance(node, (c_ast.For, c_ast.While)) and node.stmt is loop:
+            node.stmt = c_ast.Compound([loop], coord=loop.coord)
+            return node.stmt
+    return None
 
 
 def _chain(root: c_ast.For, loop: c_ast.For, decl: c_ast.Decl | None) -> list[c_ast.For] | None:
@@ -1666,6 +1820,12 @@ def _step_amount(stmt: c_ast.Node | None, name: str) -> c_ast.Node | None:
             return value.right if value.op == "+" else c_ast.UnaryOp("-", value.right)
         if value.op == "+" and is_var(value.right, name) and name not in names_in(value.left):
             return value.left
+        terms = terms_of(value)          # `p = p - K*N + 1`: the terms beside p's
+        mine = [t for t in terms if is_var(t[1], name)]
+        others = [(sign, clone(t)) for sign, t in terms if not is_var(t, name)]
+        if len(mine) == 1 and mine[0][0] == 1 and others and \
+                not any(name in names_in(t) for _, t in others):
+            return sum_of(others)
     return None
 
 
@@ -1684,6 +1844,11 @@ def _steps_in(loop: c_ast.For, var: str):
     stepped = _stepped(items[-1], var) if items else None
     if stepped is not None:
         yield (*stepped, "last")
+    for at, item in enumerate(items[:-1]):
+        # a step no later statement of the body mentions: as if it were last
+        stepped = _stepped(item, var)
+        if stepped is not None and stepped[0] not in names_in(compound(items[at + 1:])):
+            yield (*stepped, ("item", at))
     for item in items:
         if not isinstance(item, c_ast.Assignment):
             continue
@@ -1742,6 +1907,9 @@ def _without_steps(loop: c_ast.For, name: str, where) -> c_ast.For | None:
     elif where == "last":
         items = items_of(copy.stmt)
         copy.stmt = compound(items[:-1], copy.stmt)
+    elif isinstance(where, tuple):                       # ("item", index in the body)
+        items = items_of(copy.stmt)
+        copy.stmt = compound(items[:where[1]] + items[where[1] + 1:], copy.stmt)
     else:
         mentions = [n for n in walk(loop.stmt) if is_var(n, name)]
         if len(mentions) != 1 or mentions[0] is not where.expr:

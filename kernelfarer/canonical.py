@@ -16,7 +16,9 @@ is never changed, and the fallback path runs the user's own text anyway):
 - `memset(p, 0, n * sizeof *p)` in a loop body becomes the loop storing zeros it is;
 - labels no `goto` targets are dropped;
 - pointers and indices a loop steps (`b += N` in its increment or last in its body, `*c++`) are
-  read as their value on entry plus the loop's count of steps;
+  read as their value on entry plus the loop's count of steps (stepped back after an inner
+  loop: the inner loop's steps summed into that step); one set last in a loop body for the next
+  iteration is set first, from the counter one step back;
 - pointer subscripts `*(C + i*ldc + j)` become `C[i*ldc + j]`;
 - counted loops are normalised: `v != hi` to `v < hi` (with a run-time check that lo <= hi),
   decrementing loops to incrementing ones over the same values (the original's final value of
@@ -49,7 +51,7 @@ from kernelfarer.canon_base import Canonical, Context, Side, clone, loop_vars, w
 from kernelfarer.canon_loops import (
     collapse_anywhere, count_up_fors, detile, flatten_blocks, induction_variables, split_for_inits,
     memsets_to_loops, normalize_loops, pointer_subscripts, reroll_blocks, strip_labels,
-    walk_blocks, while_to_for, min_functions, do_whiles_as_whiles, entry_inits)
+    walk_blocks, while_to_for, min_functions, do_whiles_as_whiles, entry_inits, for_resets_first)
 from kernelfarer.canon_calls import inline_accessor_calls, inline_dot_calls
 from kernelfarer.canon_pointers import pointer_bounded_loops, pointers_of_the_nest
 from kernelfarer.canon_sums import narrow_wide_sums
@@ -91,6 +93,7 @@ def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | Non
     flatten_blocks(node, canon)
     node = walk_blocks(node, canon, context)
     count_up_fors(node, canon, context)
+    for_resets_first(node, canon, context)
     node = strip_labels(node, context)
     induction_variables(node, canon, context)
     before_text = _GEN.visit(node)

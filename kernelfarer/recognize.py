@@ -371,6 +371,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         raise NotGemm(f"the choice on {canon.load_c_when} does not decide how C is updated")
     guards = simplify_guards(guards, size_exprs, (m_var, n_var, k_var))
     _check_skipped_loops(nest, canon, facts, nest_ids)
+    _check_pointers_not_set_again(outer)
     finals = dict(_final_values(nest))
     finals.update(canon.finals)
     return GemmSpec(
@@ -784,6 +785,20 @@ def _check_invariants(nest: LoopNest, ev: Evaluator, facts: FunctionFacts, scope
         t = scope.type_of(name)
         if t is not None and ctype.is_volatile(t):
             raise NotGemm(f"'{name}' is volatile (or _Atomic)")
+
+
+def _check_pointers_not_set_again(outer: c_ast.For) -> None:
+    """A pointer declared in the nest is read as its initializer wherever it is used: it must not
+    be set again, nor its address taken (checked last: other reasons say more)."""
+    again = {n.lvalue.name for n in walk(outer)
+             if isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.ID)}
+    again |= {n.expr.name for n in walk(outer) if isinstance(n, c_ast.UnaryOp)
+              and n.op in ("++", "--", "p++", "p--", "&") and isinstance(n.expr, c_ast.ID)}
+    for node in walk(outer):
+        if isinstance(node, c_ast.Decl) and isinstance(node.type, c_ast.PtrDecl) and \
+                node.init is not None and node.name in again:
+            raise NotGemm(f"pointer '{node.name}' is set again in the nest after its "
+                          "declaration: its initializer is not its value everywhere")
 
 
 def _check_pointer_inits(outer: c_ast.For) -> None:

@@ -1050,6 +1050,85 @@ void set_earlier(int M, int N, int K, const double *A, const double *B, double *
 }
 """
 
+# A pointer into B set last in the column loop's body for the next column (absolute), or
+# stepped back by what the k loop stepped it on (relative), and the index form of the latter
+RESET_FOR = """
+void reset_for(int M, int N, int K, const float *A, const float *B, float *C) {
+    for (int i = 0; i < M; i++) {
+        const float *pb = B;
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++) {
+                s += A[i * K + k] * *pb;
+                pb += N;
+            }
+            C[i * N + j] = s;
+            pb = B + j + 1;
+        }
+    }
+}
+"""
+
+RESET_RELATIVE = """
+void reset_relative(int M, int N, int K, const double *A, const double *B, double *C) {
+    const double *pa = A, *pb;
+    double *pc = C;
+    for (int i = 0; i < M; i++) {
+        pb = B;
+        for (int j = 0; j < N; j++) {
+            double s = 0;
+            for (int k = 0; k < K; k++) {
+                s += *pa++ * *pb;
+                pb += N;
+            }
+            *pc++ = s;
+            pa -= K;
+            pb = pb - K * N + 1;
+        }
+        pa += K;
+    }
+}
+"""
+
+RESET_INDEX = """
+void reset_index(int M, int N, int K, const float *A, const float *B, float *C) {
+    int ia = 0, ib, ic = 0;
+    for (int i = 0; i < M; i++) {
+        ib = 0;
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++) {
+                s += A[ia] * B[ib];
+                ia++;
+                ib += N;
+            }
+            C[ic++] = s;
+            ia -= K;
+            ib = ib - K * N + 1;
+        }
+        ia += K;
+    }
+}
+"""
+
+# ... and one whose first column starts elsewhere (B + off; the others at B + j): run with
+# off = 1, the check that the set before the loop gives the first column B + 0 fails, the
+# original runs
+RESET_NOT_THE_START = """
+void reset_other(int M, int N, int K, const float *A, const float *B, float *C, int off) {
+    for (int i = 0; i < M; i++) {
+        const float *pb = B + off;
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s += A[i * K + k] * pb[k * N];
+            C[i * N + j] = s;
+            pb = B + j + 1;
+        }
+    }
+}
+"""
+
 # Fortran's 1-based counters as unsigned ints: `k - 1` is unsigned arithmetic, exact where it
 # stays in 0 .. 2**32 - 1 (checked at the corners of the loops' ranges)
 UNSIGNED_ONE_BASED = """
@@ -1361,6 +1440,12 @@ CASES = {
                                        "const float *, float *);", "float", _sizes_a_b_c),
     "set_earlier": (SET_EARLIER, "void set_earlier(int, int, int, const double *, "
                                  "const double *, double *);", "double", _sizes_a_b_c),
+    "reset_for": (RESET_FOR, "void reset_for(int, int, int, const float *, const float *, "
+                             "float *);", "float", _sizes_a_b_c),
+    "reset_relative": (RESET_RELATIVE, "void reset_relative(int, int, int, const double *, "
+                                       "const double *, double *);", "double", _sizes_a_b_c),
+    "reset_index": (RESET_INDEX, "void reset_index(int, int, int, const float *, const float *, "
+                                 "float *);", "float", _sizes_a_b_c),
     "unsigned_one_based": (UNSIGNED_ONE_BASED, "void one_based(unsigned, unsigned, unsigned, "
                                                "const float *, const float *, float *);",
                            "float", _sizes_a_b_c),
@@ -1551,14 +1636,24 @@ void wide_sum(int M, int N, int K, const int8_t *a, const int8_t *b, const int64
 }
 
 
-def test_unsigned_differences_that_wrap_fall_back(tmp_path):
-    """`k - 1u` wraps at k = 0: the nest is replaced (its index, k, is affine) but the check that
-    the difference stays in range fails, and the original runs: the same results."""
-    case = (UNSIGNED_DIFFERENCE_WRAPS, "void wraps_back(unsigned, unsigned, unsigned, "
-            "const float *, const float *, float *);", "float", _sizes_a_b_c)
-    built = build_cases({"wraps_back": case}, OneTestFactory(tmp_path))["wraps_back"]
+@pytest.mark.parametrize("source, decl, args_for", [
+    (UNSIGNED_DIFFERENCE_WRAPS, "void wraps_back(unsigned, unsigned, unsigned, const float *, "
+                                "const float *, float *);", _sizes_a_b_c),
+    (RESET_NOT_THE_START, "void reset_other(int, int, int, const float *, const float *, "
+                          "float *, int);",
+     lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n + 1), ("T*", m, n),
+                      _int(1)]),
+], ids=["unsigned_difference_wraps", "reset_not_the_start"])
+def test_run_time_checks_that_fail_run_the_original(tmp_path, source, decl, args_for):
+    """`k - 1u` wraps at k = 0; the column pointer set last for the next column does not give
+    the first column what the set before the loop gives it: each nest is replaced (its indices
+    are affine), the check that makes that exact fails, and the original runs: the same
+    results, no fast path."""
+    case = (source, decl, "float", args_for)
+    name = decl.split("(")[0].split()[-1]
+    built = build_cases({name: case}, OneTestFactory(tmp_path))[name]
     assert built[0].replaced == 1, [r.message() for r in built[0].remarks]
-    check_case("wraps_back", case, built, fast_path=False)
+    check_case(name, case, built, fast_path=False)
     ffi = cffi.FFI()
     ffi.cdef("extern long kernelfarer_fast_path_calls;")
     assert ffi.dlopen(built[1][1]).kernelfarer_fast_path_calls == 0
