@@ -896,8 +896,9 @@ def _normalize_loop(loop: c_ast.For, canon: Canonical, nest_vars: set[str],
 def _count_from_start(loop: c_ast.For, var: str, start: c_ast.Node, cond: c_ast.BinaryOp,
                       canon: Canonical, scope: Scope) -> bool:
     """A loop counting v down from `start` whose body reads v only as `start - v` (CMSIS-DSP's
-    `pInB + (numColsB - col)`), as a loop counting t = start - v up from 0: the same iterations
-    in the same order, and the body's `start - v` is t.  Where v stays above 0 (`v > 0`, `v >=
+    `pInB + (numColsB - col)`; or a sum holding start's terms and -v, `i*N + N - j`), as a loop
+    counting t = start - v up from 0: the same iterations in the same order, and the body's
+    `start - v` is t.  Where v stays above 0 (`v > 0`, `v >=
     1`) the two may be cast to integer types that keep their values (`(long)n - (long)v`).
     start reads names the loop does not store, no memory.  False: not such a loop (it is then
     counted up over v's own values)."""
@@ -917,13 +918,26 @@ def _count_from_start(loop: c_ast.For, var: str, start: c_ast.Node, cond: c_ast.
     head = _GEN.visit(bare(start))
     if not _plain_value(start) or names_in(start) & assigned_names(loop):
         return False
+    wanted = [(sign, _GEN.visit(bare(t))) for sign, t in terms_of(bare(start))]
     matched = []
 
     def counted(node: c_ast.Node) -> c_ast.Node:
-        if isinstance(node, c_ast.BinaryOp) and node.op == "-" and \
-                is_var(bare(node.right), var) and _GEN.visit(bare(node.left)) == head:
-            matched.append(node)
-            return c_ast.ID(var)        # (the new counter, of the same name)
+        # a sum holding start's terms and -v (`i*N + N - j`): the same sum with +t for them
+        if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-"):
+            terms = terms_of(node)
+            texts = [(sign, _GEN.visit(bare(t))) for sign, t in terms]
+            used: list[int] = []
+            for want in wanted:
+                at = next((i for i, x in enumerate(texts) if x == want and i not in used), None)
+                if at is not None:
+                    used.append(at)
+            mine = [i for i, (sign, t) in enumerate(terms)
+                    if sign == -1 and is_var(bare(t), var)]
+            if len(used) == len(wanted) and len(mine) == 1:
+                matched.append(node)
+                rest = [(sign, counted(t)) for i, (sign, t) in enumerate(terms)
+                        if i not in used and i != mine[0]]
+                return sum_of(rest + [(1, c_ast.ID(var))])   # (the new counter, same name)
         return map_children(node, counted)
     mentions = sum(1 for n in walk(loop.stmt) if is_var(n, var))
     body = counted(clone(loop.stmt))

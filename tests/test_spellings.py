@@ -1129,6 +1129,32 @@ void reset_other(int M, int N, int K, const float *A, const float *B, float *C, 
 }
 """
 
+# Column loops counting down whose bodies index with n - j (from n) and n - 1 - j (from n - 1)
+# in a sum: counted as n - j up, the columns in the original's order
+MIRROR = """
+void mirror(int M, int N, int K, const float *A, const float *B, float *C) {
+    for (int i = 0; i < M; i++)
+        for (int j = N; j > 0; j--) {
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s += A[i * K + k] * B[k * N + N - j];
+            C[i * N + N - j] = s;
+        }
+}
+"""
+
+MIRROR_MINUS_ONE = """
+void mirror_minus_one(int M, int N, int K, const double *A, const double *B, double *C) {
+    for (int i = 0; i < M; i++)
+        for (int j = N - 1; j >= 0; j--) {
+            double s = 0;
+            for (int k = 0; k < K; k++)
+                s += A[i * K + k] * B[k * N + (N - 1 - j)];
+            C[(N - 1 - j) + i * N] = s;
+        }
+}
+"""
+
 # Fortran's 1-based counters as unsigned ints: `k - 1` is unsigned arithmetic, exact where it
 # stays in 0 .. 2**32 - 1 (checked at the corners of the loops' ranges)
 UNSIGNED_ONE_BASED = """
@@ -1446,6 +1472,10 @@ CASES = {
                                        "const double *, double *);", "double", _sizes_a_b_c),
     "reset_index": (RESET_INDEX, "void reset_index(int, int, int, const float *, const float *, "
                                  "float *);", "float", _sizes_a_b_c),
+    "mirror": (MIRROR, "void mirror(int, int, int, const float *, const float *, float *);",
+               "float", _sizes_a_b_c),
+    "mirror_minus_one": (MIRROR_MINUS_ONE, "void mirror_minus_one(int, int, int, const double *, "
+                                           "const double *, double *);", "double", _sizes_a_b_c),
     "unsigned_one_based": (UNSIGNED_ONE_BASED, "void one_based(unsigned, unsigned, unsigned, "
                                                "const float *, const float *, float *);",
                            "float", _sizes_a_b_c),
