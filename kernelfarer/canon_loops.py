@@ -78,7 +78,12 @@ def do_as_while(node: c_ast.DoWhile, init: c_ast.Node | None, canon: Canonical,
     start = _start_value(init, var)
     if start is None:
         return None
-    entry = replace_ids(clone(cond), var, start)
+    if not side_effect_free(start, context.functions) or \
+            names_in(start) & (assigned_names(nest) | {var}):
+        return None
+    # v's value is start converted to v's type (`(unsigned int)N > 0U`, no sign-compare warning)
+    entry = replace_ids(clone(cond), var, _as_type(_counter_type(init, var, context.scope),
+                                                   start))
     if not side_effect_free(entry, context.functions) or \
             names_in(entry) & (assigned_names(nest) | {var}):
         return None
@@ -285,7 +290,9 @@ def _rotation_seed(name: str, value: c_ast.Node, first: c_ast.Node, body: c_ast.
     if apart is not None and not apart.is_zero():
         return None                    # (`kx = 0;` then `kx = k;` last: never the same)
     if apart is None:
-        canon.guards.append((f"({_GEN.visit(entry)}) == ({_GEN.visit(first)})",
+        t = _counter_type(seed, name, context.scope)    # (both as p holds them)
+        canon.guards.append((f"{_GEN.visit(_as_type(t, entry))} == "
+                             f"{_GEN.visit(_as_type(t, first))}",
                              f"'{name}' starts the loop over '{var}' at {text}, as its other "
                              "iterations do"))
     canon.steps.append(f"'{name} = {text}', last in the loop over '{var}' for its next "
@@ -316,6 +323,24 @@ def _difference(a: c_ast.Node, b: c_ast.Node):
     if pa is None or pb is None or not (pa - pb).is_const():
         return None
     return pa - pb
+
+
+def _counter_type(init: c_ast.Node | None, var: str, scope: Scope) -> ctype.CType | None:
+    """The type of `var` where `init` (a statement or block of them) sets it: its declaration
+    there, else the one in scope."""
+    for item in reversed(items_of(init)):
+        if isinstance(item, c_ast.Decl) and item.name == var:
+            return ctype.resolve(item.type, scope.typedefs)
+    return scope.type_of(var)
+
+
+def _as_type(t: ctype.CType | None, value: c_ast.Node) -> c_ast.Node:
+    """`value` converted to integer type `t` as an assignment to a variable of it converts it
+    (`value` itself for other types)."""
+    if not isinstance(t, ctype.Scalar) or t.kind != "int":
+        return clone(value)
+    return c_ast.Cast(c_ast.Typename(None, [], None, c_ast.TypeDecl(
+        None, [], None, c_ast.IdentifierType(t.spelling.split()))), clone(value))
 
 
 def _start_value(init: c_ast.Node | None, var: str) -> c_ast.Node | None:
@@ -1665,7 +1690,7 @@ def _local_induction(root: c_ast.For, loop: c_ast.For, var: str, name: str, step
     # leaves is never read in the nest)
     loop.next, loop.stmt = rest.next, _offset_uses(rest.stmt, name, offset)
     canon.inductions.add(name)
-    canon.guards.append((f"({_GEN.visit(trip)}) >= 0",
+    canon.guards.append((f"kf_nonnegative((kf_index)({_GEN.visit(trip)}))",
                          f"the loop over '{var}' runs {_GEN.visit(trip)} times, not fewer than "
                          "none"))
     canon.steps.append(f"'{name}', stepped by {_GEN.visit(step)} each '{var}' iteration, as its "

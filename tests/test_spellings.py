@@ -1026,6 +1026,41 @@ void cmsis_mult(int M, int N, int K, const float *pSrcA, const float *pSrcB, flo
 }
 """
 
+# ... its double copy, the counters set from int sizes: the checks that the do-whiles' conditions
+# hold on entry compare the counters' own (unsigned) values, with no -Wsign-compare warning
+CMSIS_MAT_MULT_F64 = """
+#include <stdint.h>
+void cmsis_mult_f64(int M, int N, int K, const double *pSrcA, const double *pSrcB,
+                    double *pDst) {
+    const double *pIn1, *pIn2, *pInA = pSrcA, *pInB = pSrcB;
+    double *pOut = pDst, *px, sum;
+    uint32_t col, i = 0U, row = M, colCnt;
+    if (M <= 0 || N <= 0)
+        return;
+    do {
+        px = pOut + i;
+        col = N;
+        pIn2 = pSrcB;
+        do {
+            sum = 0.0;
+            pIn1 = pInA;
+            colCnt = K;
+            while (colCnt > 0U) {
+                sum += *pIn1++ * *pIn2;
+                pIn2 += N;
+                colCnt--;
+            }
+            *px++ = sum;
+            col--;
+            pIn2 = pInB + (N - col);
+        } while (col > 0U);
+        i = i + N;
+        pInA = pInA + K;
+        row--;
+    } while (row > 0U);
+}
+"""
+
 # Counters set by C89 declarations and statements some way before their while loops, and
 # stepped before the statements that read them (which read the stepped value)
 SET_EARLIER = """
@@ -1464,6 +1499,9 @@ CASES = {
                                    "float *);", "float", _sizes_a_b_c),
     "cmsis_mat_mult": (CMSIS_MAT_MULT, "void cmsis_mult(int, int, int, const float *, "
                                        "const float *, float *);", "float", _sizes_a_b_c),
+    "cmsis_mat_mult_f64": (CMSIS_MAT_MULT_F64, "void cmsis_mult_f64(int, int, int, "
+                                               "const double *, const double *, double *);",
+                           "double", _sizes_a_b_c),
     "set_earlier": (SET_EARLIER, "void set_earlier(int, int, int, const double *, "
                                  "const double *, double *);", "double", _sizes_a_b_c),
     "reset_for": (RESET_FOR, "void reset_for(int, int, int, const float *, const float *, "
