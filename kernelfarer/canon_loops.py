@@ -7,7 +7,7 @@ from __future__ import annotations
 from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
-from kernelfarer.affine import Poly
+from kernelfarer.affine import Poly, int_constant
 from kernelfarer.ctype import Scope
 
 from kernelfarer.canon_base import (
@@ -77,9 +77,6 @@ def do_as_while(node: c_ast.DoWhile, init: c_ast.Node | None, canon: Canonical,
         return None
     start = _start_value(init, var)
     if start is None:
-        return None
-    if not side_effect_free(start, context.functions) or \
-            names_in(start) & (assigned_names(nest) | {var}):
         return None
     # v's value is start converted to v's type (`(unsigned int)N > 0U`, no sign-compare warning)
     entry = replace_ids(clone(cond), var, _as_type(_counter_type(init, var, context.scope),
@@ -190,10 +187,8 @@ def step_last(items: list[c_ast.Node], var: str, canon: Canonical,
         at += 1
         if at == len(items) - 1:
             return items
-    after = c_ast.Cast(c_ast.Typename(None, [], None, c_ast.TypeDecl(
-        None, [], None, c_ast.IdentifierType(t.spelling.split()))), c_ast.BinaryOp(
-            "+" if step_of(items[at], var) == 1 else "-", c_ast.ID(var),
-            c_ast.Constant("int", "1")))
+    after = _as_type(t, c_ast.BinaryOp("+" if step_of(items[at], var) == 1 else "-",
+                                       c_ast.ID(var), c_ast.Constant("int", "1")))
     canon.steps.append(f"the step of '{var}' made its loop body's last statement (the "
                        f"statements after it read {_GEN.visit(after)})")
     return items[:at] + [replace_ids(clone(x), var, after) for x in items[at + 1:]] + [items[at]]
@@ -923,8 +918,8 @@ def _count_from_start(loop: c_ast.For, var: str, start: c_ast.Node, cond: c_ast.
     """A loop counting v down from `start` whose body reads v only as `start - v` (CMSIS-DSP's
     `pInB + (numColsB - col)`; or a sum holding start's terms and -v, `i*N + N - j`), as a loop
     counting t = start - v up from 0: the same iterations in the same order, and the body's
-    `start - v` is t.  Where v stays above 0 (`v > 0`, `v >=
-    1`) the two may be cast to integer types that keep their values (`(long)n - (long)v`).
+    `start - v` is t.  Where v stays above 0 (`v > 0`, `v >= 1`) the two may be cast to
+    integer types that keep their values (`(long)n - (long)v`).
     start reads names the loop does not store, no memory.  False: not such a loop (it is then
     counted up over v's own values)."""
     positive = cond.op == ">" and is_zero(cond.right) or \
@@ -1660,11 +1655,12 @@ def _local_induction(root: c_ast.For, loop: c_ast.For, var: str, name: str, step
     step back after the loop, `pb -= K*N - 1;`): inside the loop its value on entry plus the
     steps so far, and all of them in one merged into the next statement of the block that
     mentions it, a step (which an outer loop may then step as one); where none does, right
-    after the loop, or nowhere where the block sets it afresh before the loop.  The loop counts by 1 to a bound; its trip count reads nothing the nest stores and
-    is checked at run time not to be negative (where it is, the original takes no step).  False:
-    not such a variable."""
+    after the loop, or nowhere where the block sets it afresh before the loop.  The loop counts
+    by 1 to a bound; its trip count reads nothing the nest stores and is checked at run time not
+    to be negative (where it is, the original takes no step).  False: not such a variable."""
     parent = _parent_block(root, loop)
-    counts = _counts([loop], rest, root, loop_vars(root), context.scope) if parent else None
+    counts = _counts([loop], rest, root, loop_vars(root), context.scope) \
+        if parent is not None else None
     if counts is None:
         return False
     offset, (trip,) = counts
@@ -1673,17 +1669,19 @@ def _local_induction(root: c_ast.For, loop: c_ast.For, var: str, name: str, step
             not side_effect_free(trip, context.functions) or \
             not _wraps_alike(decl, offset, context.scope):
         return False
-    items = parent.block_items
+    items = parent.block_items if isinstance(parent, c_ast.Compound) else [loop]
     at = next(i for i, item in enumerate(items) if item is loop)
     total = c_ast.BinaryOp("*", clone(trip), clone(step))
-    later = next((i for i in range(at + 1, len(items)) if is_var(getattr(items[i], "lvalue",
-                  getattr(items[i], "expr", None)), name) or name in names_in(items[i])), None)
+    later = next((i for i in range(at + 1, len(items)) if name in names_in(items[i])), None)
     amount = _step_amount(items[later], name) if later is not None else None
     if later is not None and (amount is None or name in names_in(amount) or
                               not side_effect_free(amount, context.functions)):
         return False                 # (read after the loop: left to the other checks)
     if amount is not None:
         items[later] = c_ast.Assignment("+=", c_ast.ID(name), c_ast.BinaryOp("+", total, amount))
+    elif not isinstance(parent, c_ast.Compound):
+        parent.stmt = c_ast.Compound(items + [c_ast.Assignment("+=", c_ast.ID(name), total)],
+                                     coord=loop.coord)
     elif not _set_before_in_block(items[:at], name, root, parent):
         items.insert(at + 1, c_ast.Assignment("+=", c_ast.ID(name), total))
     # (else the block sets it before the loop and nothing else mentions it: the value the loop
@@ -1712,15 +1710,14 @@ def _set_before_in_block(before: list[c_ast.Node], name: str, root: c_ast.Node,
         isinstance(first, c_ast.Decl) and first.name == name)
 
 
-def _parent_block(root: c_ast.Node, loop: c_ast.For) -> c_ast.Compound | None:
-    """The block of `root` whose statement `loop` is (a loop body of that one statement made a
-    block), or None."""
+def _parent_block(root: c_ast.Node, loop: c_ast.For) -> c_ast.Node | None:
+    """The block of `root` that holds `loop` as a statement, or the loop whose whole body it
+    is; None where neither."""
     for node in walk(root):
         if isinstance(node, c_ast.Compound) and any(x is loop for x in node.block_items or []):
             return node
         if isinstance(node, (c_ast.For, c_ast.While)) and node.stmt is loop:
-            node.stmt = c_ast.Compound([loop], coord=loop.coord)
-            return node.stmt
+            return node
     return None
 
 
@@ -1783,8 +1780,7 @@ def _counts(chain: list[c_ast.For], last: c_ast.For, root: c_ast.For, nest_vars:
         terms = [c_ast.BinaryOp("*", t, clone(trip)) for t in terms]
         # the iterations before this one: counting up from start, or down from it
         t = scope.type_of(var)
-        wide = (lambda e: c_ast.Cast(c_ast.Typename(None, [], None, c_ast.TypeDecl(
-            None, [], None, c_ast.IdentifierType(["long"]))), e)) \
+        wide = (lambda e: _as_type(ctype.LONG, e)) \
             if isinstance(t, ctype.Scalar) and not t.signed and t.bits < 64 else (lambda e: e)
         terms.append((c_ast.ID(var) if const_int(start) == 0 else
                       c_ast.BinaryOp("-", wide(c_ast.ID(var)), wide(clone(start))))
@@ -1811,9 +1807,7 @@ def _wraps_alike(decl: c_ast.Decl, offset: c_ast.Node, scope: Scope) -> bool:
 def _arith_type(node: c_ast.Node, scope: Scope) -> ctype.Scalar | None:
     """The type of integer arithmetic on names and constants (None: something else)."""
     if isinstance(node, c_ast.Constant) and node.type == "int":
-        suffix = node.value.lower().lstrip("0123456789abcdefx")
-        return None if "l" in suffix else ctype.Scalar("int", 32, "u" not in suffix,
-                                                       "unsigned int" if "u" in suffix else "int")
+        return int_constant(node)[1]          # (3000000000 is a long, 0xFFFFFFFF unsigned)
     if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-", "*"):
         left, right = _arith_type(node.left, scope), _arith_type(node.right, scope)
         return None if left is None or right is None else ctype.usual_conversion(left, right)

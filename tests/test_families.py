@@ -1052,6 +1052,20 @@ void f(int n, const float *A, const float *B, float *C)
         i++;
     }
 }""", "while loop is not a counted loop"),
+    "an unsigned int index stepped by a literal wider than it": ("""
+void f(int n, const float *A, const float *B, float *C)
+{
+    unsigned ic = 0;
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < n; j++) {
+            float s = 0;
+            for (int k = 0; k < n; k++)
+                s += A[i * n + k] * B[k * n + j];
+            C[ic + j] = s;
+        }
+        ic = ic + 3000000000;
+    }
+}""", "is not indexed by two of the loop variables"),
     "while loop entered again by a goto with another counter": ("""
 void f(int n, const float *A, const float *B, float *C)
 {
