@@ -561,6 +561,58 @@ def flatten_blocks(node: c_ast.Node, canon: Canonical) -> None:
                 flatten_blocks(inner_loop, canon)
 
 
+def drop_prefetches(node: c_ast.Node, canon: Canonical) -> None:
+    """`__builtin_prefetch(p, ...)` and `_mm_prefetch(p, hint)` statements in the nest's
+    blocks, their arguments without side effects, dropped: a hint that never faults and changes
+    no value (the kernels prefetch their own way)."""
+    for block in walk(node):
+        if isinstance(block, c_ast.Compound) and block.block_items:
+            kept = [item for item in block.block_items if not _prefetch(item)]
+            if len(kept) != len(block.block_items):
+                block.block_items = kept
+                canon.steps.append("prefetch hints dropped")
+
+
+_PREFETCHES = frozenset({"__builtin_prefetch", "_mm_prefetch"})
+
+
+def _prefetch(item: c_ast.Node) -> bool:
+    return isinstance(item, c_ast.FuncCall) and isinstance(item.name, c_ast.ID) and \
+        item.name.name in _PREFETCHES and side_effect_free(item, _PREFETCHES)
+
+
+def continues_as_ifs(node: c_ast.Node, canon: Canonical) -> None:
+    """`if (c) continue;` among a for loop's body statements (the loop's own `continue`): what
+    follows it, run when `c` is false: `if (!c) { ...rest... }`.  The same in C whatever `rest`
+    holds (its own `continue`s still end the iteration); the zero skip `if (a == 0) continue;`
+    then reads as the guard drop_zero_skips knows."""
+    for loop in nest_loops(node):
+        items = items_of(loop.stmt)
+        at = next((i for i, item in enumerate(items) if isinstance(item, c_ast.If) and
+                   item.iffalse is None and isinstance(single(item.iftrue), c_ast.Continue)),
+                  None)
+        if at is None:
+            continue
+        rest = items[at + 1:]
+        cond = items[at].cond
+        kept = items[:at] + ([c_ast.If(_negated(cond), compound(rest), None,
+                                       coord=items[at].coord)] if rest else [])
+        loop.stmt = compound(kept, loop.stmt)
+        canon.steps.append(f"'if ({_GEN.visit(cond)}) continue;' as a test of what follows it")
+        continues_as_ifs(node, canon)
+        return
+
+
+def _negated(cond: c_ast.Node) -> c_ast.Node:
+    """!cond: == and != exchanged (exactly, NaNs included), `!x` as x, else `!(cond)`."""
+    if isinstance(cond, c_ast.BinaryOp) and cond.op in ("==", "!="):
+        return c_ast.BinaryOp("!=" if cond.op == "==" else "==", cond.left, cond.right,
+                              coord=cond.coord)
+    if isinstance(cond, c_ast.UnaryOp) and cond.op == "!":
+        return cond.expr
+    return c_ast.UnaryOp("!", cond, coord=cond.coord)
+
+
 def split_for_inits(node: c_ast.For, canon: Canonical) -> None:
     """`for (sum = 0.0, k = 1; k <= m; k++)` (Numerical Recipes) in a loop body as `sum = 0.0;`
     then `for (k = 1; ...)`: the other assignments of the initialization, to variables other

@@ -139,7 +139,7 @@ def _beta_scaling(item: c_ast.If):
 
 
 def drop_zero_skips(node: c_ast.For, canon: Canonical) -> None:
-    """`if (x != 0) { ... }` as the whole body of a loop of the nest, x an element the body
+    """`if (x != 0) { ... }` (or `if (x)`) as the whole body of a loop of the nest, x an element the body
     multiplies by: the body without the test (the recognizer checks that x is a factor of the
     product and guards what it multiplies).  The test may also be last in the body, on a scalar
     declared before it there as such an element times names the nest does not set (GSL's
@@ -150,7 +150,7 @@ def drop_zero_skips(node: c_ast.For, canon: Canonical) -> None:
         item = items[-1] if items else None
         if not isinstance(item, c_ast.If) or item.iffalse is not None:
             continue
-        tested = None
+        tested = item.cond if isinstance(item.cond, (c_ast.ID, c_ast.ArrayRef)) else None
         for side in ("left", "right"):
             other = "right" if side == "left" else "left"
             cond = item.cond

@@ -287,6 +287,35 @@ int sgemm_tn(integer *m, integer *n, integer *k, real *alpha, real *a, integer *
 """
 
 
+# The zero skip spelled with `continue`: on a hoisted element, on an element tested by its truth.
+ZERO_SKIP_CONTINUE = """
+void skip_continue(int M, int N, int K, const double *A, const double *B, double *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++) {
+            double a = A[i*K + k];
+            if (a == 0.0)
+                continue;
+            for (int j = 0; j < N; j++)
+                C[i*N + j] += a * B[k*N + j];
+        }
+}
+"""
+
+ZERO_SKIP_CONTINUE_NOT = """
+void skip_not(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++) {
+            if (!A[i*K + k]) { continue; }
+            const float *b = B + k*N;
+            float *c = C + i*N;
+            for (int j = 0; j < N; j++)
+                c[j] += A[i*K + k] * b[j];
+        }
+}
+"""
+
 LLM_FORWARD = """
 #include <stddef.h>
 void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
@@ -665,6 +694,10 @@ FAMILIES = {
                              "const float *, float *);", "float",
         lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n), ("T*", m, n),
                          ("T*", m, n), ("T*", 1, m)]),
+    "zero_skip_by_continue": (ZERO_SKIP_CONTINUE, "void skip_continue(int, int, int, "
+                              "const double *, const double *, double *);", "double", _plain),
+    "zero_skip_by_continue_not": (ZERO_SKIP_CONTINUE_NOT, "void skip_not(int, int, int, "
+                                  "const float *, const float *, float *);", "float", _plain),
     "f2c_tn_beta_zero": (F2C_TN, "int sgemm_tn(int *, int *, int *, float *, float *, int *, "
                                  "float *, int *, float *, float *, int *);", "float", _f2c_tn),
 }
@@ -723,6 +756,37 @@ def test_zero_skip_with_inf_is_left_to_the_original(tmp_path):
     assert np.array_equal(results[0], results[1])
 
 
+
+@pytest.mark.parametrize("name", ["zero_skip_by_continue", "zero_skip_by_continue_not"])
+def test_zero_skip_by_continue_with_inf_is_left_to_the_original(name, tmp_path):
+    """`if (a == 0) continue;` skips the products with B's row k: an Inf there, where A is zero,
+    leaves C finite in the original; the finite check sends the call to the original loops."""
+    built = build_cases({name: FAMILIES[name]}, OneTestFactory(tmp_path))[name]
+    source, decl, kind, _ = FAMILIES[name]
+    ffi = cffi.FFI()
+    ffi.cdef(decl + "extern long kernelfarer_fast_path_calls;")
+    libs = [ffi.dlopen(lib) for lib in built[1]]
+    function = decl.split("(")[0].split()[-1]
+    dtype = np.float64 if kind == "double" else np.float32
+    m, n, k = 6, 5, 4
+    results, calls = [], []
+    for inf in (False, True):
+        for lib in libs:
+            a = np.full((m, k), 2, dtype)
+            a[:, 1] = 0                      # every row skips k = 1 ...
+            b = np.ones((k, n), dtype)
+            if inf:
+                b[1, 3] = np.inf             # ... where B holds an Inf
+            c = np.ones((m, n), dtype)
+            before = lib.kernelfarer_fast_path_calls if lib is libs[1] else 0
+            getattr(lib, function)(m, n, k, *(ffi.from_buffer(f"{kind}[]", x) for x in (a, b, c)))
+            if lib is libs[1]:
+                calls.append(lib.kernelfarer_fast_path_calls - before)
+            results.append(c)
+    assert calls == [1, 0], "the fast path ran where it may (finite) and only there"
+    assert np.isfinite(results[2]).all()
+    assert np.array_equal(results[0], results[1]) and np.array_equal(results[2], results[3])
+
 # -- near-misses: refused, with the reason ----------------------------------------------------------
 
 NEAR_MISSES = {
@@ -759,7 +823,7 @@ void f(int M, int N, int K, const float *A, const float *B, float *C)
             C[ic++] = s;
         }
     }
-}""", "not affine"),
+}""", "not a single loop"),
     "an index stepped across a triangular nest": ("""
 void f(int M, int N, int K, const float *A, const float *B, float *C)
 {

@@ -136,6 +136,33 @@ void sgemm_rows(int M, int N, int K, const float *A, int lda, const float *B, in
 }
 """
 
+PREFETCHED = """
+#include <xmmintrin.h>
+void prefetched(int M, int N, int K, const double *A, const double *B, double *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++) {
+            __builtin_prefetch(&B[(k + 1) * N], 0, 3);
+            double a = A[i*K + k];
+            for (int j = 0; j < N; j++)
+                C[i*N + j] += a * B[k*N + j];
+        }
+}
+
+void prefetched_mm(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++) {
+                _mm_prefetch((const char *)&B[(k + 8) * N + j], _MM_HINT_T0);
+                s += A[i*K + k] * B[k*N + j];
+            }
+            C[i*N + j] = s;
+        }
+}
+"""
+
 BATCHED = """
 void batched(int batch, int n, const float *A, const float *B, float *C) {
   for (int b = 0; b < batch; b++) {
@@ -1530,6 +1557,14 @@ CASES = {
                              lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, n),
                                               ("T*", m, k), ("T*", k, n), ("T*", m, 1),
                                               ("I32*", m, 1)]),
+    "prefetched": (PREFETCHED, "void prefetched(int, int, int, const double *, const double *, "
+                   "double *);", "double",
+                   lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                    ("T*", m, n)]),
+    "prefetched_mm": (PREFETCHED, "void prefetched_mm(int, int, int, const float *, "
+                      "const float *, float *);", "float",
+                      lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                       ("T*", m, n)]),
     "batched": (BATCHED, "void batched(int, int, const float *, const float *, float *);", "float",
                 lambda m, n, k: [_int(3), _int(n), ("T*", 3 * n, n), ("T*", 3 * n, n),
                                  ("T*", 3 * n, n)]),
