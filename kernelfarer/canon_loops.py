@@ -1297,17 +1297,204 @@ def reroll_blocks(node: c_ast.Node, canon: Canonical, context: Context) -> None:
     for loop in nest_loops(node):
         items = items_of(loop.stmt)
         for i in range(len(items) - 1):
-            first, second = items[i], items[i + 1]
-            if isinstance(first, c_ast.For) and isinstance(second, c_ast.For):
-                prev = items[i - 1] if i > 0 else None
-                merged = _reroll(first, second, prev, compound(items[i + 2:]), context)
+            if not isinstance(items[i], c_ast.For):
+                continue
+            for tried, at, dead, how in _reroll_forms(items, i, node, context):
+                if not isinstance(tried[at + 1], c_ast.For):
+                    continue
+                prev = tried[at - 1] if at > 0 else None
+                merged = _reroll(tried[at], tried[at + 1], prev, compound(tried[at + 2:]),
+                                 context)
                 if merged is not None:
                     rerolled, drop_prev = merged
-                    start = i - 1 if drop_prev else i
-                    loop.stmt = compound(items[:start] + [rerolled] + items[i + 2:], loop.stmt)
+                    start = at - 1 if drop_prev else at
+                    loop.stmt = compound(tried[:start] + [rerolled] + tried[at + 2:], loop.stmt)
+                    canon.dead |= dead
                     canon.steps.append(f"the loop over '{loop_var(rerolled)}' unrolled by hand "
-                                       "re-rolled with its remainder loop")
+                                       f"re-rolled with its remainder{how}")
                     return reroll_blocks(node, canon, context)
+
+
+def _reroll_forms(items: list[c_ast.Node], i: int, nest: c_ast.For, context: Context):
+    """(items, at, dead, how) to try re-rolling the loop items[at] with its remainder after it
+    in (dead: names no longer set, which must be dead after the nest): as
+    they are; with a remainder `if (v < n) X(v)` after a loop by 2 as the loop it is
+    (`_remainder_if_as_loop`); with the partial sums of the unrolled loop summed in one
+    (`_one_accumulator`)."""
+    forms = [(items, i, set(), " loop")]
+    as_loop = _remainder_if_as_loop(items, i)
+    if as_loop is not None:
+        forms.append((as_loop, i, set(), " 'if'"))
+    for form, _, _, how in list(forms):
+        one = _one_accumulator(form, i, nest, context)
+        if one is not None:
+            forms.append((*one, how + ", its partial sums summed in one"))
+    return forms
+
+
+def _remainder_if_as_loop(items: list[c_ast.Node], i: int) -> list[c_ast.Node] | None:
+    """`for (...; v + 1 < n; v += 2) ...; if (v < n) X(v)`: at most one iteration is left after
+    the loop, which the `if` runs: the loop `for (; v < n; v++) X(v)` it is, but for v's final
+    value, so v must be declared in the block and not read after."""
+    main, rest = items[i], items[i + 1]
+    var = loop_var(main)
+    if not isinstance(rest, c_ast.If) or rest.iffalse is not None or var is None or \
+            step_of(main, var) != 2:
+        return None
+    cond = rest.cond
+    if not (isinstance(cond, c_ast.BinaryOp) and cond.op == "<" and is_var(cond.left, var)) or \
+            not _main_bound_ok(main.cond, var, _GEN.visit(cond.right), 2, exact=True) or \
+            assigned_names(rest.iftrue) & names_in(cond) or any(isinstance(
+                n, (c_ast.Continue, c_ast.Break, c_ast.Goto, c_ast.Return, c_ast.Label))
+                for n in walk(rest.iftrue)) or \
+            var in names_in(compound(items[i + 2:])) or \
+            not any(isinstance(x, c_ast.Decl) and x.name == var for x in items[:i]):
+        return None
+    loop = c_ast.For(None, clone(cond), c_ast.UnaryOp("p++", c_ast.ID(var)),
+                     clone(rest.iftrue), coord=rest.coord)
+    return items[:i + 1] + [loop] + items[i + 2:]
+
+
+def _one_accumulator(items: list[c_ast.Node], i: int, nest: c_ast.For, context: Context):
+    """The unrolled loop items[i] summing into several partial sums (`s0 += E(k); s1 += E(k +
+    1)`), its remainder into one of them (x), all of them of one type, set to zero before it in
+    the block and read nowhere else in the nest, and summed after it (`C[..] = s0 + s1`, `s0 += s1`): the partial sums
+    summed in x, the others zero in every sum they are added to, so dropped from it.  A
+    reassociation of the sum, as the kernels' own; exact at zero too (a sum from +0 is never
+    -0, and adding +0 to a sum holding it changes nothing).  (The items, the loop's index in
+    them, the others: their declarations are dropped, and declared outside the nest they must
+    be dead after it) or None."""
+    main, rest = items[i], items[i + 1]
+    if not isinstance(rest, c_ast.For):
+        return None
+    body, tail = items_of(main.stmt), items_of(rest.stmt)
+    if len(tail) != 1 or not _adds_to_scalar(tail[0]) or \
+            not all(_adds_to_scalar(x) for x in body):
+        return None
+    x = tail[0].lvalue.name
+    accumulators = {stmt.lvalue.name for stmt in body} | {x}
+    extras = accumulators - {x}
+    heads = [part for loop in (main, rest) for part in (loop.init, loop.cond, loop.next)]
+    if not extras or any(names_in(x_) & accumulators for x_ in
+                         [stmt.rvalue for stmt in body + tail] + heads):
+        return None
+    decls = {d.name: d for d in items[:i] if isinstance(d, c_ast.Decl)}
+    kinds = {_scalar_kind(context.scope.type_of(name)) for name in accumulators}
+    if len(kinds) != 1 or None in kinds or \
+            accumulators & context.addressed or \
+            not all(_zero_before(name, items[:i]) for name in accumulators):
+        return None
+    set_to = {id(n.lvalue) for x_ in items[:i] for n in walk(x_)
+              if isinstance(n, c_ast.Assignment) and n.op == "="}
+    if any(isinstance(n, c_ast.ID) and n.name in extras and id(n) not in set_to
+           for x_ in items[:i] for n in walk(x_)):
+        return None                      # (read before the loop)
+    ours = sum(isinstance(n, c_ast.ID) and n.name in extras for x_ in items for n in walk(x_))
+    if ours != sum(isinstance(n, c_ast.ID) and n.name in extras for n in walk(nest)):
+        return None                      # (read elsewhere in the nest)
+    after = _sums_merged(items[i + 2:], x, extras)
+    if after is None:
+        return None
+    renamed = clone(main)
+    for stmt in items_of(renamed.stmt):
+        stmt.lvalue = c_ast.ID(x, coord=stmt.lvalue.coord)
+    kept = [kept for item in items[:i] for kept in _without_zeroing(item, extras)]
+    return kept + [renamed, rest] + after, len(kept), extras - set(decls)
+
+
+def _without_zeroing(item: c_ast.Node, names: set[str]) -> list[c_ast.Node]:
+    """`item` without the declarations or zero settings of `names` (`s0 = s1 = 0.0f;` as `s0 =
+    0.0f;`, `float s1 = 0;` dropped)."""
+    if isinstance(item, c_ast.Decl):
+        return [] if item.name in names else [item]
+    if not (isinstance(item, c_ast.Assignment) and item.op == "=" and
+            assigned_names(item) & names):
+        return [item]
+    targets, value = [], item
+    while isinstance(value, c_ast.Assignment) and value.op == "=":
+        targets.append(value.lvalue)
+        value = value.rvalue
+    for target in reversed([t for t in targets if not (isinstance(t, c_ast.ID) and
+                                                        t.name in names)]):
+        value = c_ast.Assignment("=", target, value, coord=item.coord)
+    return [value] if isinstance(value, c_ast.Assignment) else []
+
+
+def _scalar_kind(t) -> tuple | None:
+    return (t.kind, t.bits, t.signed) if isinstance(t, ctype.Scalar) and not t.volatile else None
+
+
+def _adds_to_scalar(stmt: c_ast.Node) -> bool:
+    return isinstance(stmt, c_ast.Assignment) and stmt.op == "+=" and \
+        isinstance(stmt.lvalue, c_ast.ID)
+
+
+def _zero_before(name: str, before: list[c_ast.Node]) -> bool:
+    """`name` holds zero after `before`: its declaration there with the value zero, not set
+    after it, or its last setting there `name = 0` (`s = t = 0.0`: the value of the chain)."""
+    last = None
+    for item in before:
+        if name in assigned_names(item) or (isinstance(item, c_ast.Decl) and item.name == name):
+            last = item
+    if isinstance(last, c_ast.Decl):
+        return last.init is not None and is_zero(last.init)
+    value = last
+    while isinstance(value, c_ast.Assignment) and value.op == "=":
+        if is_var(value.lvalue, name):
+            chain = value.rvalue
+            while isinstance(chain, c_ast.Assignment) and chain.op == "=":
+                chain = chain.rvalue
+            return is_zero(chain)
+        value = value.rvalue
+    return False
+
+
+def _sums_merged(after: list[c_ast.Node], x: str, extras: set[str]) -> list[c_ast.Node] | None:
+    """`after` with the partial sums `extras` dropped from the sums that add them (zero now, x
+    holding the whole sum): `x += s1;` dropped, `T = x + s1 + ...` (all added, x among them)
+    without them.  Each of them read there once and nowhere else, x not read between (it held
+    a partial sum there) nor after a sum other than x took them.  None: not so."""
+    out, left, x_final = [], set(extras), True
+    for item in after:
+        named = names_in(item)
+        if not named & left:
+            if x in named and (left or not x_final):
+                return None
+            out.append(item)
+            continue
+        if isinstance(item, c_ast.Decl):
+            target, value = item.name, item.init
+        elif isinstance(item, c_ast.Assignment) and item.op in ("=", "+="):
+            target = item.lvalue.name if isinstance(item.lvalue, c_ast.ID) else None
+            value = item.rvalue
+        else:
+            return None
+        if value is None:
+            return None
+        terms = terms_of(value)
+        taken = [t for _, t in terms if isinstance(t, c_ast.ID) and t.name in left]
+        into_x = target == x and isinstance(item, c_ast.Assignment) and item.op == "+="
+        if any(sign < 0 for sign, _ in terms) or len({t.name for t in taken}) != len(taken) or \
+                (names_in(item) - {t.name for t in taken}) & left or \
+                not (into_x or any(is_var(t, x) for _, t in terms)):
+            return None
+        if isinstance(item, c_ast.Assignment) and not isinstance(item.lvalue, c_ast.ID) and \
+                names_in(item.lvalue) & (extras | {x}):
+            return None
+        left -= {t.name for t in taken}
+        x_final = x_final and into_x
+        kept = [(sign, t) for sign, t in terms if not (isinstance(t, c_ast.ID) and t in taken)]
+        if not kept:
+            if into_x:
+                continue                 # (x += s1;)
+            return None
+        merged = clone(item)
+        if isinstance(merged, c_ast.Decl):
+            merged.init = sum_of([(s, clone(t)) for s, t in kept])
+        else:
+            merged.rvalue = sum_of([(s, clone(t)) for s, t in kept])
+        out.append(merged)
+    return out if not left else None
 
 
 def _reroll(main: c_ast.For, rest: c_ast.For, prev: c_ast.Node | None, after: c_ast.Node,
@@ -1468,20 +1655,25 @@ def _as_declared(decl: c_ast.Decl, scope: Scope) -> c_ast.Node | None:
     return c_ast.Cast(c_ast.Typename(None, [], None, clone(decl.type)), decl.init)
 
 
-def _main_bound_ok(cond: c_ast.Node, var: str, bound: str, unroll: int) -> bool:
-    """The unrolled loop's condition keeps var + unroll - 1 < bound."""
+def _main_bound_ok(cond: c_ast.Node, var: str, bound: str, unroll: int,
+                   exact: bool = False) -> bool:
+    """The unrolled loop's condition keeps var + unroll - 1 < bound (`exact`: and it ends with
+    fewer than `unroll` iterations left)."""
     if not isinstance(cond, c_ast.BinaryOp):
         return False
     left, right = cond.left, cond.right
     if cond.op in ("<", "<=") and isinstance(left, c_ast.BinaryOp) and left.op == "+" \
             and is_var(left.left, var) and _GEN.visit(right) == bound:
-        c = const_int(left.right)
-        return c is not None and (c >= unroll - 1 if cond.op == "<" else c >= unroll)
+        return _keeps(const_int(left.right), cond.op, unroll, exact)
     if cond.op in ("<", "<=") and is_var(left, var) and isinstance(right, c_ast.BinaryOp) \
             and right.op == "-" and _GEN.visit(right.left) == bound:
-        c = const_int(right.right)
-        return c is not None and (c >= unroll - 1 if cond.op == "<" else c >= unroll)
+        return _keeps(const_int(right.right), cond.op, unroll, exact)
     return False
+
+
+def _keeps(c: int | None, op: str, unroll: int, exact: bool) -> bool:
+    least = unroll - 1 if op == "<" else unroll
+    return c is not None and (c == least if exact else c >= least)
 
 
 def _shifted(node: c_ast.Node, var: str, r: int) -> c_ast.Node:

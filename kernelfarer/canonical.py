@@ -27,7 +27,8 @@ is never changed, and the fallback path runs the user's own text anyway):
 - sums kept by hand in a local array (a register tile) are summed each in a scalar, and a loop
   stepping by a tile with a loop over its offsets becomes one loop (canon_tiles.py);
 - a hand-tiled nest whose tiles cover the iteration space exactly is de-tiled;
-- a k loop unrolled by hand with its remainder loop is re-rolled;
+- a k loop unrolled by hand with its remainder loop (or, unrolled by 2, its remainder `if`) is
+  re-rolled, partial sums it keeps in several scalars summed in one;
 - scalar temporaries (hoisted operands, index temporaries, `mult`-style products, f2c's bound
   temporaries) are substituted forward where their definitions dominate their uses and nothing
   redefines their inputs;

@@ -789,6 +789,30 @@ def test_zero_skip_by_continue_with_inf_is_left_to_the_original(name, tmp_path):
 
 # -- near-misses: refused, with the reason ----------------------------------------------------------
 
+_IF = "if (k < K) s0 += A[i*K + k] * B[k*N + j];"
+
+
+def _partial_sums(declared="float s0 = 0, s1 = 0;", combined="C[i*N + j] = s0 + s1;",
+                  remainder="for (; k < K; k++) s0 += A[i*K + k] * B[k*N + j];",
+                  main="k + 1 < K; k += 2"):
+    """A dot product unrolled by 2 into two partial sums, with its parts given."""
+    return f"""
+void f(int M, int N, int K, const float *A, const float *B, float *C, float *D)
+{{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {{
+            {declared}
+            int k;
+            for (k = 0; {main}) {{
+                s0 += A[i*K + k] * B[k*N + j];
+                s1 += A[i*K + k + 1] * B[(k + 1)*N + j];
+            }}
+            {remainder}
+            {combined}
+        }}
+}}"""
+
+
 NEAR_MISSES = {
     "k bound depends on j": ("""
 void f(int n, const float *A, const float *B, float *C)
@@ -809,6 +833,42 @@ void f(int n, const float *A, const float *B, float *C)
                 for (int i = 0; i < n; i++)
                     C[i * n + j] += B[l * n + j] * A[i * n + l];
 }""", ""),
+    "partial sums: one read after the nest": ("""
+float f(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    int i, j, k;
+    float s0, s1;
+    for (i = 0; i < M; i++)
+        for (j = 0; j < N; j++) {
+            s0 = s1 = 0.0f;
+            for (k = 0; k + 1 < K; k += 2) {
+                s0 += A[i*K + k] * B[k*N + j];
+                s1 += A[i*K + k + 1] * B[(k + 1)*N + j];
+            }
+            for (; k < K; k++)
+                s0 += A[i*K + k] * B[k*N + j];
+            C[i*N + j] = s0 + s1;
+        }
+    return s1;
+}""", "'s1' is used after the nest"),
+    "partial sums of two types": (_partial_sums("float s0 = 0; double s1 = 0;"), ""),
+    "partial sums subtracted": (_partial_sums(combined="C[i*N + j] = s0 - s1;"), ""),
+    "a partial sum read before the sums are added": (
+        _partial_sums(combined="D[i*N + j] = s0; C[i*N + j] = s0 + s1;"), ""),
+    "a partial sum read after another sum took them": (
+        _partial_sums(combined="C[i*N + j] = s0 + s1; D[i*N + j] = s0;"), ""),
+    "a partial sum not starting at zero": (_partial_sums("float s0 = 0, s1 = 1;"), ""),
+    "partial sums, one starting at C": (_partial_sums("float s0 = C[i*N + j], s1 = 0;"), ""),
+    "partial sums scaled when added": (_partial_sums(combined="C[i*N + j] = 2 * (s0 + s1);"),
+                                       ""),
+    "a partial sum added twice": (_partial_sums(combined="C[i*N + j] = s0 + s1 + s1;"), ""),
+    "a partial sum whose address is taken": (
+        _partial_sums("float s0 = 0, s1 = 0; float *p = &s1;", "C[i*N + j] = s0 + s1 + *p;"),
+        ""),
+    "a remainder 'if' whose counter is read after": (
+        _partial_sums(combined="C[i*N + j] = s0 + s1; D[i*N + j] = k;", remainder=_IF), ""),
+    "a remainder 'if' after a loop leaving three": (
+        _partial_sums(remainder=_IF, main="k + 3 < K; k += 2"), ""),
     "an index stepped across the outer loops, one of them skipping iterations": ("""
 void f(int M, int N, int K, const float *A, const float *B, float *C)
 {

@@ -163,6 +163,81 @@ void prefetched_mm(int M, int N, int K, const float *A, const float *B, float *C
 }
 """
 
+PARTIAL_SUMS = """
+#include <stdint.h>
+void partial_if(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float s0 = 0, s1 = 0;
+            int k;
+            for (k = 0; k + 1 < K; k += 2) {
+                s0 += A[i*K + k] * B[k*N + j];
+                s1 += A[i*K + k + 1] * B[(k + 1)*N + j];
+            }
+            if (k < K)
+                s0 += A[i*K + k] * B[k*N + j];
+            C[i*N + j] = s0 + s1;
+        }
+}
+
+void partial_four(int M, int N, int K, const double *A, const double *B, double *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+            int k = 0;
+            for (; k + 4 <= K; k += 4) {
+                s0 += A[i*K + k] * B[k*N + j];
+                s1 += A[i*K + k + 1] * B[(k + 1)*N + j];
+                s2 += A[i*K + k + 2] * B[(k + 2)*N + j];
+                s3 += A[i*K + k + 3] * B[(k + 3)*N + j];
+            }
+            for (; k < K; k++)
+                s3 += A[i*K + k] * B[k*N + j];
+            C[i*N + j] += (s0 + s1) + (s2 + s3);
+        }
+}
+
+long partial_c89(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    int i, j = -1, k = -2;
+    float s0, s1, s2, s3;
+    for (i = 0; i < M; i++)
+        for (j = 0; j < N; j++) {
+            s0 = s1 = s2 = s3 = 0.0f;
+            for (k = 0; k < K - 3; k += 4) {
+                s0 += A[i*K + k] * B[k*N + j];
+                s1 += A[i*K + k + 1] * B[(k + 1)*N + j];
+                s2 += A[i*K + k + 2] * B[(k + 2)*N + j];
+                s3 += A[i*K + k + 3] * B[(k + 3)*N + j];
+            }
+            for (; k < K; k++)
+                s0 += A[i*K + k] * B[k*N + j];
+            s0 += s1;
+            s0 += s2 + s3;
+            C[i*N + j] = s0;
+        }
+    return (long)i * 1000000 + (long)j * 1000 + k;
+}
+
+void partial_int(int M, int N, int K, const int32_t *A, const int32_t *B, int32_t *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            int32_t s0 = 0, s1 = 0;
+            int k;
+            for (k = 0; k < K - 1; k += 2) {
+                s0 += A[i*K + k] * B[k*N + j];
+                s1 += A[i*K + k + 1] * B[(k + 1)*N + j];
+            }
+            for (; k < K; k++)
+                s1 += A[i*K + k] * B[k*N + j];
+            C[i*N + j] = s0 + s1;
+        }
+}
+"""
+
 BATCHED = """
 void batched(int batch, int n, const float *A, const float *B, float *C) {
   for (int b = 0; b < batch; b++) {
@@ -1565,6 +1640,18 @@ CASES = {
                       "const float *, float *);", "float",
                       lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
                                        ("T*", m, n)]),
+    "partial_sums_if": (PARTIAL_SUMS, "void partial_if(int, int, int, const float *, const float *, float *);", "float",
+               lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                ("T*", m, n)]),
+    "partial_sums_four": (PARTIAL_SUMS, "void partial_four(int, int, int, const double *, const double *, double *);", "double",
+               lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                ("T*", m, n)]),
+    "partial_sums_c89": (PARTIAL_SUMS, "long partial_c89(int, int, int, const float *, const float *, float *);", "float",
+               lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                ("T*", m, n)]),
+    "partial_sums_int": (PARTIAL_SUMS, "void partial_int(int, int, int, const int *, const int *, int *);", "int",
+               lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
+                                ("T*", m, n)]),
     "batched": (BATCHED, "void batched(int, int, const float *, const float *, float *);", "float",
                 lambda m, n, k: [_int(3), _int(n), ("T*", 3 * n, n), ("T*", 3 * n, n),
                                  ("T*", 3 * n, n)]),
