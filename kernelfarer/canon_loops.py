@@ -649,6 +649,65 @@ def split_for_inits(node: c_ast.For, canon: Canonical) -> None:
             loop.stmt = compound(out, loop.stmt)
 
 
+def declared_inductions(node: c_ast.For, canon: Canonical, context: Context) -> None:
+    """`for (int i = 0, ia = a0; i < M; i++, ia += K)`: a variable the initialization declares
+    beside the counter and the increment steps by an invariant amount, set nowhere else, is
+    `a0 + (i - i0)*K` in the body (its value on entry plus the counter's steps: as
+    induction_variables reads it), and leaves the loop's header.  It is an int of int's width
+    or more, or a pointer (`_plain_induction`), whose address is not taken; what its start and
+    step read is not set in the loop."""
+    for loop in nest_loops(node):
+        while isinstance(loop.init, c_ast.DeclList) and len(loop.init.decls) > 1:
+            found = _declared_induction(loop, context)
+            if found is None:
+                break
+            decl, part, offset, value = found
+            loop.stmt = replace_ids(_offset_uses(loop.stmt, decl.name, offset), decl.name, value)
+            loop.init.decls = [d for d in loop.init.decls if d is not decl]
+            parts = [p for p in loop.next.exprs if p is not part]
+            loop.next = parts[0] if len(parts) == 1 else c_ast.ExprList(parts)
+            canon.steps.append(f"'{decl.name}', declared and stepped in the loop's header, as "
+                               f"{_GEN.visit(value)} + {_GEN.visit(offset)}")
+
+
+def _declared_induction(loop: c_ast.For, context: Context):
+    """(the declaration, its step in the increment, the steps so far, its start) of one
+    variable declared beside the counter that `declared_inductions` takes, or None."""
+    decls = loop.init.decls
+    counter, start = decls[0].name, decls[0].init
+    parts = loop.next.exprs if isinstance(loop.next, c_ast.ExprList) else [loop.next]
+    if start is None or not any(step_of(p, counter) == 1 for p in parts):
+        return None
+    header = {d.name for d in decls}
+    set_in_loop = assigned_names(loop.stmt) | assigned_names(loop.next)
+    if counter in assigned_names(loop.stmt) or names_in(start) & (set_in_loop | header) or \
+            not side_effect_free(start, context.functions):
+        return None
+    for decl in decls[1:]:
+        steps = [(p, _stepped(p, counter)) for p in parts]
+        mine = [(p, s[1]) for p, s in steps if s is not None and s[0] == decl.name]
+        if len(mine) != 1 or decl.init is None or decl.name in context.addressed or \
+                not _plain_induction(decl, context) or any(
+                    isinstance(n, c_ast.Decl) and n.name == decl.name for n in walk(loop.stmt)):
+            continue
+        part, amount = mine[0]
+        others = [p for p in parts if p is not part]
+        if decl.name in assigned_names(loop.stmt) | names_in(compound(others)) or \
+                names_in(decl.init) & (set_in_loop | header) or \
+                names_in(amount) & (set_in_loop | header) or \
+                not side_effect_free(decl.init, context.functions) or \
+                not side_effect_free(amount, context.functions):
+            continue
+        count = c_ast.ID(counter) if const_int(start) == 0 else \
+            c_ast.BinaryOp("-", c_ast.ID(counter), clone(start))
+        offset = _scaled(count, clone(amount))
+        value = _as_declared(decl, context.scope)
+        if value is None or not _wraps_alike(decl, offset, context.scope):
+            continue
+        return decl, part, offset, value
+    return None
+
+
 def _splice(item: c_ast.Node, before: list[c_ast.Node], after: list[c_ast.Node]) -> bool:
     if isinstance(item, c_ast.DoWhile):
         if const_int(item.cond) != 0 or not isinstance(item.stmt, c_ast.Compound) or \

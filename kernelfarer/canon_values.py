@@ -370,8 +370,9 @@ def _type_name(decl: c_ast.Decl | None, t: Scalar) -> c_ast.Typename:
 
 
 def _pointer_refs(node: c_ast.Node, name: str) -> tuple[int, int]:
-    """(uses of `name` as `name[...]`, all uses of `name`)."""
-    subscripted = 1 if isinstance(node, c_ast.ArrayRef) and is_var(node.name, name) else 0
+    """(uses of `name` as `name[...]` or `*name`, all uses of `name`)."""
+    subscripted = 1 if isinstance(node, c_ast.ArrayRef) and is_var(node.name, name) or \
+        _deref_of(node, name) else 0
     total = 1 if is_var(node, name) else 0
     for _, child in node.children():
         a, b = _pointer_refs(child, name)
@@ -388,14 +389,20 @@ def _expand_pointer(node: c_ast.Node, name: str, value: c_ast.Node) -> c_ast.Nod
         elif isinstance(child, list):
             setattr(node, attr, [_expand_pointer(c, name, value) if isinstance(c, c_ast.Node)
                                  else c for c in child])
+    if _deref_of(node, name):
+        node = c_ast.ArrayRef(node.expr, c_ast.Constant("int", "0"), coord=node.coord)
     if isinstance(node, c_ast.ArrayRef) and is_var(node.name, name):
         return expand_alias(node, {name: value})
     return node
 
 
+def _deref_of(node: c_ast.Node, name: str) -> bool:
+    return isinstance(node, c_ast.UnaryOp) and node.op == "*" and is_var(node.expr, name)
+
+
 def substitute_pointers(node: c_ast.For, canon: Canonical, context: Context) -> None:
     """`const float *wrow = W + o*C;` then `wrow[i]`: the uses become `W[o*C + i]` (every use a
-    subscript, the pointer and what its address is computed from never changed after)."""
+    subscript or `*wrow`, the pointer and what its address is computed from never changed after)."""
     while _substitute_one_pointer(node, canon, context):
         pass
 

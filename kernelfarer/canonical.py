@@ -16,10 +16,11 @@ is never changed, and the fallback path runs the user's own text anyway):
 - `memset(p, 0, n * sizeof *p)` in a loop body becomes the loop storing zeros it is;
 - labels no `goto` targets are dropped, and prefetch hints;
 - `if (c) continue;` in a loop body tests what follows it (`if (!c) { ... }`);
-- pointers and indices a loop steps (`b += N` in its increment or last in its body, `*c++`) are
-  read as their value on entry plus the loop's count of steps (stepped back after an inner
-  loop: the inner loop's steps summed into that step); one set last in a loop body for the next
-  iteration is set first, from the counter one step back;
+- pointers and indices a loop steps (`b += N` in its increment, declared there beside the
+  counter or not, or last in its body, `*c++`) are read as their value on entry plus the
+  loop's count of steps (stepped back after an inner loop: the inner loop's steps summed into
+  that step); one set last in a loop body for the next iteration is set first, from the
+  counter one step back;
 - pointer subscripts `*(C + i*ldc + j)` become `C[i*ldc + j]`;
 - counted loops are normalised: `v != hi` to `v < hi` (with a run-time check that lo <= hi),
   decrementing loops to incrementing ones over the same values (the original's final value of
@@ -51,8 +52,8 @@ _GEN = c_generator.CGenerator()
 
 from kernelfarer.canon_base import Canonical, Context, Side, clone, loop_vars, with_declarations
 from kernelfarer.canon_loops import (
-    collapse_anywhere, continues_as_ifs, count_up_fors, drop_prefetches, detile, flatten_blocks,
-    induction_variables, split_for_inits,
+    collapse_anywhere, continues_as_ifs, count_up_fors, declared_inductions, drop_prefetches,
+    detile, flatten_blocks, induction_variables, split_for_inits,
     memsets_to_loops, normalize_loops, pointer_subscripts, reroll_blocks, strip_labels,
     walk_blocks, while_to_for, min_functions, do_whiles_as_whiles, entry_inits, for_resets_first)
 from kernelfarer.canon_calls import inline_accessor_calls, inline_dot_calls
@@ -94,6 +95,7 @@ def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | Non
     pointer_bounded_loops(node, canon, context)
     pointers_of_the_nest(node, canon, context)       # (those a for loop set: `for (p = a; ...`)
     split_for_inits(node, canon)
+    declared_inductions(node, canon, context)
     flatten_blocks(node, canon)
     node = walk_blocks(node, canon, context)
     continues_as_ifs(node, canon)

@@ -789,6 +789,22 @@ def test_zero_skip_by_continue_with_inf_is_left_to_the_original(name, tmp_path):
 
 # -- near-misses: refused, with the reason ----------------------------------------------------------
 
+def _header_induction(step, after_store="", counter="int"):
+    """A row index declared beside the counter in the header and stepped there."""
+    return f"""
+void f(int M, int N, int K, const float *A, const float *B, float *C)
+{{
+    for ({counter} i = 0, ia = 0; i < M; i++, {step})
+        for (int j = 0; j < N; j++) {{
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s += A[ia + k] * B[k*N + j];
+            C[i*N + j] = s;
+            {after_store}
+        }}
+}}"""
+
+
 _IF = "if (k < K) s0 += A[i*K + k] * B[k*N + j];"
 
 
@@ -851,6 +867,12 @@ float f(int M, int N, int K, const float *A, const float *B, float *C)
         }
     return s1;
 }""", "'s1' is used after the nest"),
+    "an index declared in the header and set in the body too": (_header_induction(
+        "ia += K", "if (j == 3) ia++;"), "declared in the loop's initialization"),
+    "an index declared in the header stepped by the counter": (_header_induction("ia += i"),
+                                                                "declared in the loop's"),
+    "an unsigned short index declared in the header": (_header_induction(
+        "ia += K", counter="unsigned short"), "declared in the loop's initialization"),
     "partial sums of two types": (_partial_sums("float s0 = 0; double s1 = 0;"), ""),
     "partial sums subtracted": (_partial_sums(combined="C[i*N + j] = s0 - s1;"), ""),
     "a partial sum read before the sums are added": (

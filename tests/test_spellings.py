@@ -238,6 +238,56 @@ void partial_int(int M, int N, int K, const int32_t *A, const int32_t *B, int32_
 }
 """
 
+HEADER_INDUCTIONS = """
+void header_inductions(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0, ia = 0, ic = 0; i < M; i++, ia += K, ic += N)
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+            for (int k = 0, kb = j; k < K; k++, kb += N)
+                s += A[ia + k] * B[kb];
+            C[ic + j] = s;
+        }
+}
+
+void header_inductions_long(int M, int N, int K, const double *A, const double *B, double *C)
+{
+    for (int i = 0; i < M; i++) {
+        for (long j = 0, jc = (long)i * N; j < N; ++j, ++jc) {
+            double s = 0;
+            for (int k = 1, ka = i * K; k <= K; k++, ka++)
+                s += A[ka] * B[(k - 1) * N + j];
+            C[jc] = s;
+        }
+    }
+}
+"""
+
+ELEMENT_POINTERS = """
+void element_pointer(int M, int N, int K, float A[M][K], float B[K][N], float C[M][N])
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float *c = &C[i][j];
+            *c = 0;
+            for (int k = 0; k < K; k++)
+                *c += A[i][k] * B[k][j];
+        }
+}
+
+void element_pointer_flat(int M, int N, int K, const double *A, const double *B, double *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++) {
+            const double *a = A + i * K + k;
+            for (int j = 0; j < N; j++) {
+                double *c = C + i * N + j;
+                *c += *a * B[k * N + j];
+            }
+        }
+}
+"""
+
 BATCHED = """
 void batched(int batch, int n, const float *A, const float *B, float *C) {
   for (int b = 0; b < batch; b++) {
@@ -1382,6 +1432,11 @@ def _int(v):
     return ("int", v)
 
 
+def _plain(m, n, k):
+    """(M, N, K, A, B, C) of an m x n x k product, row-major and dense."""
+    return [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n), ("T*", m, n)]
+
+
 def _sizes_c_a_b(m, n, k):
     """The arguments (m, n, k, C, A, B)."""
     return [_int(m), _int(n), _int(k), ("T*", m, n), ("T*", m, k), ("T*", k, n)]
@@ -1403,19 +1458,13 @@ CASES = {
                                        ("int*", k + 1), ("T*", 1, 1), ("T*", n, m + 3),
                                        ("int*", m + 3)]),
     "fmaf": (FMAF, "void sgemm_fmaf(int, int, int, const float *, const float *, float *);",
-             "float", lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                       ("T*", m, n)]),
+             "float", _plain),
     "counter_in_body": (COUNTER_IN_BODY, "void sgemm_counter(int, int, int, const float *, "
-                                         "const float *, float *);", "float",
-                        lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                         ("T*", m, n)]),
+                                         "const float *, float *);", "float", _plain),
     "bounds_in_init": (BOUNDS_IN_INIT, "void sgemm_bounds_in_init(int, int, int, const float *, "
-                                       "const float *, float *);", "float",
-                       lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                        ("T*", m, n)]),
+                                       "const float *, float *);", "float", _plain),
     "structs": (STRUCTS, "void run_structs(int, int, int, float *, float *, float *);", "float",
-                lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                 ("T*", m, n)]),
+                _plain),
     "row_pointers": (ROW_POINTERS, "void sgemm_rows(int, int, int, const float *, int, "
                                    "const float *, int, float *, int);",
                      "float", lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k + 1),
@@ -1454,9 +1503,7 @@ CASES = {
                    "int", lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
                                            ("I8*", k, n), ("T*", m, n)]),
     "memset_rows": (MEMSET_ROWS, "void sgemm_memset(int, int, int, const float *, "
-                                 "const float *, float *);", "float",
-                    lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                     ("T*", m, n)]),
+                                 "const float *, float *);", "float", _plain),
     "memset_int8": (MEMSET_INT8, "void qgemm_memset(int, int, int, const int8_t *, "
                                  "const int8_t *, int *);", "int",
                     lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k), ("I8*", n, k),
@@ -1474,13 +1521,9 @@ CASES = {
                        lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
                                         ("I8*", k, n), ("T*", m, n)]),
     "count_down_post": (COUNT_DOWN_POST, "void sgemm_count_down(int, int, int, const float *, "
-                                         "const float *, float *);", "float",
-                        lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                         ("T*", m, n)]),
+                                         "const float *, float *);", "float", _plain),
     "hoisted_helper": (HOISTED_HELPER, "void sgemm_hoisted_helper(int, int, int, const float *, "
-                                       "const float *, float *);", "float",
-                       lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                        ("T*", m, n)]),
+                                       "const float *, float *);", "float", _plain),
     "dot_helper": (DOT_HELPER, "void sgemm_dot(int, int, int, const float *, const float *, "
                                "float *);", "float",
                    lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", n, k),
@@ -1490,41 +1533,27 @@ CASES = {
                         lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
                                          ("I8*", k, n), ("T*", m, n)]),
     "accessors": (ACCESSORS, "void sgemm_accessors(int, int, int, const float *, "
-                             "const float *, float *);", "float",
-                  lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                   ("T*", m, n)]),
+                             "const float *, float *);", "float", _plain),
     "accessors_by_value": (ACCESSORS_BY_VALUE, "void sgemm_by_value(int, int, int, "
                                                "const float *, const float *, float *);", "float",
-                           lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k),
-                                            ("T*", k, n), ("T*", m, n)]),
+                           _plain),
     "accessors_index": (ACCESSORS_BY_VALUE, "void dgemm_by_value(int, int, int, "
                                             "const double *, const double *, double *);",
-                        "double", lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k),
-                                                   ("T*", k, n), ("T*", m, n)]),
+                        "double", _plain),
     "accessors_setter_by_value": (ACCESSORS_BY_VALUE, "void sgemm_put_by_value(int, int, int, "
-                                  "const float *, const float *, float *);", "float",
-                                  lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k),
-                                                   ("T*", k, n), ("T*", m, n)]),
+                                  "const float *, const float *, float *);", "float", _plain),
     "accessors_int8": (ACCESSORS_INT8, "void qgemm_accessors(long, long, long, const int8_t *, "
                                        "const int8_t *, int *);", "int",
                        lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
                                         ("I8*", k, n), ("T*", m, n)]),
     "pointer_end": (POINTER_BOUNDS, "void sgemm_end_pointer(int, int, int, const float *, "
-                                    "const float *, float *);", "float",
-                    lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                     ("T*", m, n)]),
+                                    "const float *, float *);", "float", _plain),
     "pointer_ne": (POINTER_BOUNDS, "void sgemm_pointer_ne(int, int, int, const float *, "
-                                   "const float *, float *);", "float",
-                   lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                    ("T*", m, n)]),
+                                   "const float *, float *);", "float", _plain),
     "pointer_for": (POINTER_BOUNDS, "void sgemm_pointer_for(int, int, int, const float *, "
-                                    "const float *, float *);", "float",
-                    lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                     ("T*", m, n)]),
+                                    "const float *, float *);", "float", _plain),
     "pointer_c89": (POINTER_BOUNDS, "void dgemm_pointer_c89(int, int, int, const double *, "
-                                    "const double *, double *);", "double",
-                    lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                     ("T*", m, n)]),
+                                    "const double *, double *);", "double", _plain),
     "pointer_int8": (POINTER_BOUNDS, "void qgemm_pointer(int, int, int, const int8_t *, "
                                      "const int8_t *, int *);", "int",
                      lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
@@ -1534,65 +1563,47 @@ CASES = {
                       lambda m, n, k: [_int(m), _int(n), _int(k), ("f", 1.5), ("T*", m, k),
                                        ("T*", k, n), ("T*", m, n)]),
     "nr_comma_init": (GSL_AND_NR, "void sgemm_nr(int, int, int, const float *, const float *, "
-                                  "float *);", "float",
-                      lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                       ("T*", m, n)]),
+                                  "float *);", "float", _plain),
     "unsigned_casts": (UNSIGNED_AND_TESTED, "void igemm_unsigned(int, int, int, const int *, "
-                                            "const int *, int *);", "int",
-                       lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                        ("T*", m, n)]),
+                                            "const int *, int *);", "int", _plain),
     "count_down_in_test": (UNSIGNED_AND_TESTED, "void dgemm_tested(int, int, int, "
                                                 "const double *, const double *, double *);",
-                           "double", lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k),
-                                                      ("T*", k, n), ("T*", m, n)]),
+                           "double", _plain),
     "dot_stepped": (DOT_STEPPED, "void sgemm_dot_rows(int, int, int, const float *, "
                                  "const float *, float *);", "float",
                     lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", n, k),
                                      ("T*", m, n)]),
     "dot_increments": (DOT_INCREMENTS, "void sgemm_sdot(int, int, int, const float *, "
-                                       "const float *, float *);", "float",
-                       lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                        ("T*", m, n)]),
+                                       "const float *, float *);", "float", _plain),
     "dot_stepped_int8": (DOT_STEPPED_INT8, "void qgemm_dot_q(int, int, int, const int8_t *, "
                                            "const int8_t *, int *);", "int",
                          lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
                                           ("I8*", k, n), ("T*", m, n)]),
     "scalar_tile": (SCALAR_TILE, "void sgemm_scalar_tile(int, int, int, const float *, "
-                                 "const float *, float *);", "float",
-                    lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                     ("T*", m, n)]),
+                                 "const float *, float *);", "float", _plain),
     "scalar_tile_int8": (SCALAR_TILE_INT8, "void qgemm_scalar_tile(int, int, int, "
                                            "const int8_t *, const int8_t *, int *);", "int",
                          lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
                                           ("I8*", k, n), ("T*", m, n)]),
     "scalar_tile_pointers": (SCALAR_TILE_POINTERS, "void sgemm_tile_pointers(int, int, int, "
                                                    "const float *, const float *, float *);",
-                             "float", lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k),
-                                                       ("T*", k, n), ("T*", m, n)]),
+                             "float", _plain),
     "dot_for_down": (DOT_FOR_DOWN, "void qgemm_dot_down(int, int, int, const int8_t *, "
                                    "const int8_t *, int *);", "int",
                      lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k), ("I8*", n, k),
                                       ("T*", m, n)]),
     "blocks": (BLOCKS, "void sgemm_blocks(int, int, int, const float *, const float *, "
-                       "float *);", "float",
-               lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                ("T*", m, n)]),
+                       "float *);", "float", _plain),
     "product_helpers": (HELPERS, "void sgemm_helpers(int, int, int, const float *, const float *, "
-                                 "float *);", "float",
-                        lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                         ("T*", m, n)]),
+                                 "float *);", "float", _plain),
     "int8_product_helper": (INT8_HELPER, "void qgemm_mac(int, int, int, const int8_t *, "
                                          "const int8_t *, int *);", "int",
                             lambda m, n, k: [_int(m), _int(n), _int(k), ("I8*", m, k),
                                              ("I8*", k, n), ("T*", m, n)]),
     "unsigned": (UNSIGNED, "void ug(unsigned, unsigned, unsigned, const float *, const float *, "
-                           "float *);", "float",
-                 lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                  ("T*", m, n)]),
+                           "float *);", "float", _plain),
     "wrapping": (WRAPPING, "void wrapping(long, long, long, const float *, const float *, "
-                           "float *);", "float",
-                 lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                  ("T*", m, n)]),
+                           "float *);", "float", _plain),
     "do_while": (DO_WHILE, "void dw(int, int, int, const float *, const float *, float *);",
                  "float", _sizes_a_b_c),
     "do_while_stepped": (DO_WHILE_STEPPED, "void dw_stepped(int, int, int, const double *, "
@@ -1633,25 +1644,25 @@ CASES = {
                                               ("T*", m, k), ("T*", k, n), ("T*", m, 1),
                                               ("I32*", m, 1)]),
     "prefetched": (PREFETCHED, "void prefetched(int, int, int, const double *, const double *, "
-                   "double *);", "double",
-                   lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                    ("T*", m, n)]),
+                   "double *);", "double", _plain),
     "prefetched_mm": (PREFETCHED, "void prefetched_mm(int, int, int, const float *, "
-                      "const float *, float *);", "float",
-                      lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                       ("T*", m, n)]),
-    "partial_sums_if": (PARTIAL_SUMS, "void partial_if(int, int, int, const float *, const float *, float *);", "float",
-               lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                ("T*", m, n)]),
-    "partial_sums_four": (PARTIAL_SUMS, "void partial_four(int, int, int, const double *, const double *, double *);", "double",
-               lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                ("T*", m, n)]),
-    "partial_sums_c89": (PARTIAL_SUMS, "long partial_c89(int, int, int, const float *, const float *, float *);", "float",
-               lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                ("T*", m, n)]),
-    "partial_sums_int": (PARTIAL_SUMS, "void partial_int(int, int, int, const int *, const int *, int *);", "int",
-               lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n),
-                                ("T*", m, n)]),
+                      "const float *, float *);", "float", _plain),
+    "partial_sums_if": (PARTIAL_SUMS, "void partial_if(int, int, int, "
+                               "const float *, const float *, float *);", "float", _plain),
+    "partial_sums_four": (PARTIAL_SUMS, "void partial_four(int, int, int, "
+                                 "const double *, const double *, double *);", "double", _plain),
+    "partial_sums_c89": (PARTIAL_SUMS, "long partial_c89(int, int, int, "
+                                "const float *, const float *, float *);", "float", _plain),
+    "partial_sums_int": (PARTIAL_SUMS, "void partial_int(int, int, int, "
+                                "const int *, const int *, int *);", "int", _plain),
+    "header_inductions": (HEADER_INDUCTIONS, "void header_inductions(int, int, int, "
+                          "const float *, const float *, float *);", "float", _plain),
+    "header_inductions_long": (HEADER_INDUCTIONS, "void header_inductions_long(int, int, int, "
+                               "const double *, const double *, double *);", "double", _plain),
+    "element_pointer": (ELEMENT_POINTERS, "void element_pointer(int, int, int, float *, "
+                        "float *, float *);", "float", _plain),
+    "element_pointer_flat": (ELEMENT_POINTERS, "void element_pointer_flat(int, int, int, "
+                             "const double *, const double *, double *);", "double", _plain),
     "batched": (BATCHED, "void batched(int, int, const float *, const float *, float *);", "float",
                 lambda m, n, k: [_int(3), _int(n), ("T*", 3 * n, n), ("T*", 3 * n, n),
                                  ("T*", 3 * n, n)]),
