@@ -1352,7 +1352,10 @@ def _pure_value(item: c_ast.Node, nest: c_ast.Node, context: Context, known: set
     return (declarations, stores) == ((1, 0) if isinstance(item, c_ast.Decl) else (0, 1))
 
 
-def reroll_blocks(node: c_ast.Node, canon: Canonical, context: Context) -> None:
+def reroll_blocks(node: c_ast.Node, canon: Canonical, context: Context) -> bool:
+    """Loops unrolled by hand re-rolled with their remainders (`_reroll`); whether one was (the
+    re-rolled loop is the remainder's: the pointers it steps are then to be read as
+    inductions)."""
     for loop in nest_loops(node):
         items = items_of(loop.stmt)
         for i in range(len(items) - 1):
@@ -1371,7 +1374,9 @@ def reroll_blocks(node: c_ast.Node, canon: Canonical, context: Context) -> None:
                     canon.dead |= dead
                     canon.steps.append(f"the loop over '{loop_var(rerolled)}' unrolled by hand "
                                        f"re-rolled with its remainder{how}")
-                    return reroll_blocks(node, canon, context)
+                    reroll_blocks(node, canon, context)
+                    return True
+    return False
 
 
 def _reroll_forms(items: list[c_ast.Node], i: int, nest: c_ast.For, context: Context):
@@ -1416,26 +1421,36 @@ def _remainder_if_as_loop(items: list[c_ast.Node], i: int) -> list[c_ast.Node] |
 
 def _one_accumulator(items: list[c_ast.Node], i: int, nest: c_ast.For, context: Context):
     """The unrolled loop items[i] summing into several partial sums (`s0 += E(k); s1 += E(k +
-    1)`), its remainder into one of them (x), all of them of one type, set to zero before it in
-    the block and read nowhere else in the nest, and summed after it (`C[..] = s0 + s1`, `s0 += s1`): the partial sums
-    summed in x, the others zero in every sum they are added to, so dropped from it.  A
-    reassociation of the sum, as the kernels' own; exact at zero too (a sum from +0 is never
-    -0, and adding +0 to a sum holding it changes nothing).  (The items, the loop's index in
+    1)`; beside them only pointer steps), its remainder into one of them (x), all of them of one
+    type, set to zero before it in the block and read nowhere else in the nest, and summed after
+    it (`C[..] = s0 + s1`, `s0 += s1`): the partial sums summed in x, the others zero in every
+    sum they are added to, so dropped from it.  A reassociation of the sum, as the kernels' own;
+    exact at zero too (a sum from +0 is never -0, and adding +0 to a sum holding it changes
+    nothing).  (The items, the loop's index in
     them, the others: their declarations are dropped, and declared outside the nest they must
     be dead after it) or None."""
     main, rest = items[i], items[i + 1]
     if not isinstance(rest, c_ast.For):
         return None
-    body, tail = items_of(main.stmt), items_of(rest.stmt)
-    if len(tail) != 1 or not _adds_to_scalar(tail[0]) or \
-            not all(_adds_to_scalar(x) for x in body):
+
+    def sums(stmts):      # (the sums' statements; None: a statement neither a sum nor a step)
+        out = [x for x in stmts if _adds_to_scalar(x) and not isinstance(
+            context.scope.type_of(x.lvalue.name), ctype.Pointer)]
+        steps = [x for x in stmts if x not in out]
+        return out if all(_stepped(x, "") and isinstance(context.scope.type_of(
+            _stepped(x, "")[0]), ctype.Pointer) for x in steps) else None
+
+    body, tail = sums(items_of(main.stmt)), sums(items_of(rest.stmt))
+    if body is None or tail is None or len(tail) != 1 or not body:
         return None
     x = tail[0].lvalue.name
     accumulators = {stmt.lvalue.name for stmt in body} | {x}
     extras = accumulators - {x}
     heads = [part for loop in (main, rest) for part in (loop.init, loop.cond, loop.next)]
     if not extras or any(names_in(x_) & accumulators for x_ in
-                         [stmt.rvalue for stmt in body + tail] + heads):
+                         [stmt.rvalue for stmt in body + tail] + heads) or \
+            any(names_in(x_) & accumulators for x_ in items_of(main.stmt) + items_of(rest.stmt)
+                if x_ not in body + tail):
         return None
     decls = {d.name: d for d in items[:i] if isinstance(d, c_ast.Decl)}
     kinds = {_scalar_kind(context.scope.type_of(name)) for name in accumulators}
@@ -1456,7 +1471,8 @@ def _one_accumulator(items: list[c_ast.Node], i: int, nest: c_ast.For, context: 
         return None
     renamed = clone(main)
     for stmt in items_of(renamed.stmt):
-        stmt.lvalue = c_ast.ID(x, coord=stmt.lvalue.coord)
+        if _adds_to_scalar(stmt) and stmt.lvalue.name in extras:
+            stmt.lvalue = c_ast.ID(x, coord=stmt.lvalue.coord)
     kept = [kept for item in items[:i] for kept in _without_zeroing(item, extras)]
     return kept + [renamed, rest] + after, len(kept), extras - set(decls)
 
@@ -1575,15 +1591,13 @@ def _reroll(main: c_ast.For, rest: c_ast.For, prev: c_ast.Node | None, after: c_
     main_body = items_of(main.stmt)
     if not body:
         return None
-    if len(main_body) == unroll * len(body):
-        for r in range(unroll):
-            for s, stmt in enumerate(body):
-                if not _same_shifted(main_body[r * len(body) + s], stmt, var, r, context):
-                    return None
-    elif len(body) == 1 and len(main_body) == 1 and _sum_shifted(main_body[0], body[0], var,
-                                                                  unroll, context):
-        pass
-    elif not _offsets_of(main_body, body, var, unroll, context):
+    copies = len(main_body) == unroll * len(body) and all(
+        _same_shifted(main_body[r * len(body) + s], stmt, var, r, context)
+        for r in range(unroll) for s, stmt in enumerate(body))
+    if not copies and not (len(body) == 1 and len(main_body) == 1 and _sum_shifted(
+            main_body[0], body[0], var, unroll, context)) and \
+            not _offsets_of(main_body, body, var, unroll, context) and \
+            not _same_stepping(main_body, body, var, unroll, context):
         return None
     init = main.init
     drop_prev = False
@@ -1604,6 +1618,123 @@ def _reroll(main: c_ast.For, rest: c_ast.For, prev: c_ast.Node | None, after: c_
             return None
     return c_ast.For(init, clone(rest.cond), c_ast.UnaryOp("p++", c_ast.ID(var)),
                      clone(rest.stmt), coord=main.coord), drop_prev
+
+
+def _same_stepping(main_body: list[c_ast.Node], body: list[c_ast.Node], var: str, unroll: int,
+                   context: Context) -> bool:
+    """Bodies that step pointers: the remainder's `s += *a++ * *b; b += N;` and the unrolled
+    `s += a[0] * b[0]; s += a[1] * b[N]; ...; a += 4; b += 4 * N;`.  Each read as what it
+    does from the pointers' values at the iteration's start (`_from_start`): the unrolled body
+    must be the remainder's `unroll` times, its copy r reading each pointer r steps on, and
+    step each pointer `unroll` times as far.  Then the remainder's loop from the unrolled
+    loop's start runs the same statements on the same elements."""
+    pointers = {name for x in body for name in _stepped_names(x)
+                if isinstance(context.scope.type_of(name), ctype.Pointer)}
+    mine = _from_start(main_body, pointers, context)
+    theirs = _from_start(body, pointers, context)
+    if not pointers or mine is None or theirs is None:
+        return False
+    (stmts, steps), (template, step) = mine, theirs
+    if len(stmts) != unroll * len(template) or set(steps) != pointers or set(step) != pointers:
+        return False
+    for p in pointers:
+        times = _same_affine(steps[p], c_ast.BinaryOp("*", c_ast.Constant("int", str(unroll)),
+                                                      clone(step[p])), context)
+        if not times:
+            return False
+    for r in range(unroll):
+        for s_at, stmt in enumerate(template):
+            shifted = _shifted(stmt, var, r)
+            for p in pointers:
+                shifted = _pointer_shifted(shifted, p, c_ast.BinaryOp(
+                    "*", c_ast.Constant("int", str(r)), clone(step[p])))
+            if not _equivalent(stmts[r * len(template) + s_at], shifted, context):
+                return False
+    return True
+
+
+def _stepped_names(stmt: c_ast.Node) -> set[str]:
+    """Names `stmt` steps: `p += e`, `p++` (alone or inside an expression)."""
+    out = set()
+    for n in walk(stmt):
+        if isinstance(n, c_ast.UnaryOp) and n.op in ("p++", "++", "p--", "--") and \
+                isinstance(n.expr, c_ast.ID):
+            out.add(n.expr.name)
+        elif isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.ID) and \
+                _step_amount(n, n.lvalue.name) is not None:
+            out.add(n.lvalue.name)
+    return out
+
+
+def _from_start(items: list[c_ast.Node], pointers: set[str], context: Context):
+    """(the statements of `items` but the steps of `pointers`, each pointer read as
+    `p[offset + ...]` from its value at the start; each pointer's whole step) -- None when a
+    pointer is read otherwise than through `*p`, `p[e]` or `*p++`, stepped within a condition,
+    or stepped and read twice in one statement (unsequenced)."""
+    offsets: dict[str, c_ast.Node] = {}
+    out = []
+    for item in items:
+        stepped = next((p for p in pointers if _step_amount(item, p) is not None), None)
+        if stepped is not None:
+            offsets[stepped] = _plus(offsets.get(stepped), _step_amount(item, stepped))
+            continue
+        if isinstance(item, (c_ast.If, c_ast.For, c_ast.While, c_ast.DoWhile, c_ast.Switch)) \
+                and names_in(item) & pointers:
+            return None
+        moved: dict[str, int] = {}
+        counts = {p: sum(is_var(n, p) for n in walk(item)) for p in pointers}
+
+        def visit(node: c_ast.Node) -> c_ast.Node | None:
+            if isinstance(node, c_ast.UnaryOp) and node.op == "*":
+                target = node.expr
+                post = isinstance(target, c_ast.UnaryOp) and target.op == "p++" and \
+                    isinstance(target.expr, c_ast.ID) and target.expr.name in pointers
+                name = target.expr.name if post else \
+                    target.name if isinstance(target, c_ast.ID) and target.name in pointers \
+                    else None
+                if name is not None:
+                    if post:
+                        if counts[name] != 1:
+                            raise _Unsequenced
+                        moved[name] = 1
+                    return c_ast.ArrayRef(c_ast.ID(name), _plus(offsets.get(name), None))
+            if isinstance(node, c_ast.ArrayRef) and isinstance(node.name, c_ast.ID) and \
+                    node.name.name in pointers:
+                return c_ast.ArrayRef(c_ast.ID(node.name.name),
+                                      _plus(offsets.get(node.name.name), map_children(
+                                          clone(node.subscript), visit)))
+            if isinstance(node, c_ast.ID) and node.name in pointers:
+                raise _Unsequenced            # (read as a value: not taken)
+            return map_children(node, visit)
+
+        try:
+            out.append(visit(clone(item)))
+        except _Unsequenced:
+            return None
+        for name, amount in moved.items():
+            offsets[name] = _plus(offsets.get(name), c_ast.Constant("int", str(amount)))
+    return out, {p: offsets[p] for p in offsets}
+
+
+class _Unsequenced(Exception):
+    pass
+
+
+def _plus(a: c_ast.Node | None, b: c_ast.Node | None) -> c_ast.Node:
+    if a is None and b is None:
+        return c_ast.Constant("int", "0")
+    if a is None or b is None:
+        return clone(a if b is None else b)
+    return c_ast.BinaryOp("+", clone(a), clone(b))
+
+
+def _pointer_shifted(node: c_ast.Node, name: str, by: c_ast.Node) -> c_ast.Node:
+    """`node` with each `name[e]` reading `name[e + by]`."""
+    node = clone(node)
+    for n in walk(node):
+        if isinstance(n, c_ast.ArrayRef) and is_var(n.name, name):
+            n.subscript = c_ast.BinaryOp("+", n.subscript, clone(by))
+    return node
 
 
 def _offsets_of(main_body: list[c_ast.Node], body: list[c_ast.Node], var: str, unroll: int,

@@ -139,10 +139,10 @@ def _beta_scaling(item: c_ast.If):
 
 
 def drop_zero_skips(node: c_ast.For, canon: Canonical) -> None:
-    """`if (x != 0) { ... }` (or `if (x)`) as the whole body of a loop of the nest, x an element the body
-    multiplies by: the body without the test (the recognizer checks that x is a factor of the
-    product and guards what it multiplies).  The test may also be last in the body, on a scalar
-    declared before it there as such an element times names the nest does not set (GSL's
+    """`if (x != 0) { ... }` (or `if (x)`) as the whole body of a loop of the nest, x an element
+    the body multiplies by: the body without the test (the recognizer checks that x is a factor
+    of the product and guards what it multiplies).  The test may also be last in the body, on a
+    scalar declared before it there as such an element times names the nest does not set (GSL's
     `const float temp = alpha * A[i][k]; if (temp != 0.0) { for (j ...) ... }`): the element it
     is zero with (for finite factors; one that underflows adds a zero product)."""
     for loop in nest_loops(node):

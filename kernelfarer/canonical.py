@@ -113,7 +113,9 @@ def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | Non
     untile_accumulators(node, canon, context)
     detile_offsets(node, canon, context)
     node = detile(node, canon, context) or node
-    reroll_blocks(node, canon, context)
+    if reroll_blocks(node, canon, context):
+        induction_variables(node, canon, context)       # (the remainder's steps)
+        node = pointer_subscripts(node, context.scope)
     unswitch_beta(node, canon)
     drop_zero_skips(node, canon)
     substitute_pointers(node, canon, context)

@@ -789,6 +789,32 @@ def test_zero_skip_by_continue_with_inf_is_left_to_the_original(name, tmp_path):
 
 # -- near-misses: refused, with the reason ----------------------------------------------------------
 
+def _unrolled_pointers(copy1="sum += a[1] * b[N];", steps="a += 4; b += 4*N;"):
+    """A dot product of stepped pointers unrolled by 4, with its remainder loop."""
+    return f"""
+void f(int M, int N, int K, const float *A, const float *B, float *C, const float *b2)
+{{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {{
+            const float *a = A + i*K, *b = B + j;
+            float sum = 0;
+            int k;
+            for (k = 0; k + 4 <= K; k += 4) {{
+                sum += a[0] * b[0];
+                {copy1}
+                sum += a[2] * b[2*N];
+                sum += a[3] * b[3*N];
+                {steps}
+            }}
+            for (; k < K; k++) {{
+                sum += *a++ * *b;
+                b += N;
+            }}
+            C[i*N + j] = sum;
+        }}
+}}"""
+
+
 def _header_induction(step, after_store="", counter="int"):
     """A row index declared beside the counter in the header and stepped there."""
     return f"""
@@ -873,6 +899,14 @@ float f(int M, int N, int K, const float *A, const float *B, float *C)
                                                                 "declared in the loop's"),
     "an unsigned short index declared in the header": (_header_induction(
         "ia += K", counter="unsigned short"), "declared in the loop's initialization"),
+    "an unrolled copy reading another element than the remainder would": (
+        _unrolled_pointers(copy1="sum += a[1] * b[0];"), ""),
+    "an unrolled loop stepping a pointer less far than the remainder would": (
+        _unrolled_pointers(steps="a += 4; b += 3*N;"), ""),
+    "an unrolled loop stepping a pointer the remainder does not": (
+        _unrolled_pointers(steps="a += 4; b += 4*N; b2 += 1;"), ""),
+    "an unrolled loop reading a pointer as a value": (
+        _unrolled_pointers(copy1="sum += a[1] * b[N] + (a == b2);"), ""),
     "partial sums of two types": (_partial_sums("float s0 = 0; double s1 = 0;"), ""),
     "partial sums subtracted": (_partial_sums(combined="C[i*N + j] = s0 - s1;"), ""),
     "a partial sum read before the sums are added": (

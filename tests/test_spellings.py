@@ -288,6 +288,52 @@ void element_pointer_flat(int M, int N, int K, const double *A, const double *B,
 }
 """
 
+UNROLLED_POINTERS = """
+void unrolled_pointers(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            const float *a = A + i*K, *b = B + j;
+            float sum = 0;
+            int k;
+            for (k = 0; k + 4 <= K; k += 4) {
+                sum += a[0] * b[0];
+                sum += a[1] * b[N];
+                sum += a[2] * b[2*N];
+                sum += a[3] * b[3*N];
+                a += 4; b += 4*N;
+            }
+            for (; k < K; k++) {
+                sum += *a++ * *b;
+                b += N;
+            }
+            C[i*N + j] = sum;
+        }
+}
+
+void unrolled_pointers_sums(int M, int N, int K, const double *A, const double *B, double *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            const double *pa = &A[i*K];
+            const double *pb = &B[j];
+            double s0 = 0, s1 = 0;
+            int k = 0;
+            for (; k < K - 1; k += 2) {
+                s0 += *pa++ * *pb;
+                pb += N;
+                s1 += *pa++ * *pb;
+                pb += N;
+            }
+            for (; k < K; k++) {
+                s0 += *pa++ * *pb;
+                pb += N;
+            }
+            C[i*N + j] = s0 + s1;
+        }
+}
+"""
+
 BATCHED = """
 void batched(int batch, int n, const float *A, const float *B, float *C) {
   for (int b = 0; b < batch; b++) {
@@ -1663,6 +1709,10 @@ CASES = {
                         "float *, float *);", "float", _plain),
     "element_pointer_flat": (ELEMENT_POINTERS, "void element_pointer_flat(int, int, int, "
                              "const double *, const double *, double *);", "double", _plain),
+    "unrolled_pointers": (UNROLLED_POINTERS, "void unrolled_pointers(int, int, int, "
+                          "const float *, const float *, float *);", "float", _plain),
+    "unrolled_pointers_sums": (UNROLLED_POINTERS, "void unrolled_pointers_sums(int, int, int, "
+                               "const double *, const double *, double *);", "double", _plain),
     "batched": (BATCHED, "void batched(int, int, const float *, const float *, float *);", "float",
                 lambda m, n, k: [_int(3), _int(n), ("T*", 3 * n, n), ("T*", 3 * n, n),
                                  ("T*", 3 * n, n)]),
