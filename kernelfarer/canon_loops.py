@@ -1367,8 +1367,10 @@ def reroll_blocks(node: c_ast.Node, canon: Canonical, context: Context) -> bool:
                 prev = tried[at - 1] if at > 0 else None
                 merged = _reroll(tried[at], tried[at + 1], prev, compound(tried[at + 2:]),
                                  context)
-                if merged is not None:
-                    rerolled, drop_prev = merged
+                if merged is not None and _only_within(merged[2], tried[at], node):
+                    rerolled, drop_prev, temporaries = merged
+                    dead |= temporaries - {d.name for d in walk(node)
+                                           if isinstance(d, c_ast.Decl)}
                     start = at - 1 if drop_prev else at
                     loop.stmt = compound(tried[:start] + [rerolled] + tried[at + 2:], loop.stmt)
                     canon.dead |= dead
@@ -1377,6 +1379,109 @@ def reroll_blocks(node: c_ast.Node, canon: Canonical, context: Context) -> bool:
                     reroll_blocks(node, canon, context)
                     return True
     return False
+
+
+def unrolled_counts(node: c_ast.Node, canon: Canonical, context: Context) -> None:
+    """CMSIS-DSP's loop unrolled by hand (ARM_MATH_LOOPUNROLL): `v = n >> 2U; while (v > 0U) {
+    X(4 steps); v--; }` then `v = n % 0x4U; while (v > 0U) { X; v--; }` (n unsigned; `n / 4`,
+    `n & 3` alike; by 2 or 8 too), the bodies not reading v: the first loop runs n / 4 times,
+    the second n % 4, as `for (k = 0; k + 4 <= n; k += 4)` and `for (; k < n; k++)` over a
+    counter of their own would, which re-roll (`_reroll`) into the second loop over n.  v is
+    then never set: it must be dead after the nest."""
+    for block in walk(node):
+        items = block.block_items if isinstance(block, c_ast.Compound) else None
+        for at in range(len(items or []) - 3):
+            found = _unrolled_count(items[at:at + 4], compound(items[at + 4:]), node, context)
+            if found is None:
+                continue
+            rerolled, var, temporaries = found
+            declared = {d.name for d in walk(node) if isinstance(d, c_ast.Decl)}
+            block.block_items = items[:at] + [rerolled] + items[at + 4:]
+            canon.dead |= ({var} | temporaries) - declared
+            canon.steps.append(f"the loops counting '{var}' down over a loop unrolled by hand "
+                               "and its remainder re-rolled into one")
+            return unrolled_counts(node, canon, context)
+
+
+def _unrolled_count(four: list[c_ast.Node], after: c_ast.Node, nest: c_ast.Node,
+                    context: Context):
+    """(the re-rolled loop, v, the temporaries) for `unrolled_counts`, or None."""
+    set_main, main, set_rest, rest = four
+    parts = []
+    for setting, loop in ((set_main, main), (set_rest, rest)):
+        if not (isinstance(setting, c_ast.Assignment) and setting.op == "=" and
+                isinstance(setting.lvalue, c_ast.ID) and isinstance(loop, c_ast.While)):
+            return None
+        var = setting.lvalue.name
+        body = items_of(loop.stmt)
+        cond = loop.cond
+        if not body or step_of(body[-1], var) != -1 or \
+                not (isinstance(cond, c_ast.BinaryOp) and is_var(cond.left, var) and
+                     is_zero(cond.right) and cond.op in (">", "!=")) or \
+                var in names_in(compound(body[:-1])) or has_continue(compound(body)) or \
+                any(isinstance(n, (c_ast.Break, c_ast.Goto, c_ast.Return, c_ast.Label))
+                    for n in walk(compound(body))):
+            return None
+        parts.append((var, setting.rvalue, body[:-1]))
+    (var, count, main_body), (other, left, rest_body) = parts
+    split = _count_split(count, left)
+    if other != var or split is None:
+        return None
+    n, unroll = split
+    held = context.scope.type_of(var)
+    kind = _arith_type(n, context.scope)
+    if not (isinstance(held, ctype.Scalar) and held.kind == "int" and not held.signed and
+            kind is not None and not kind.signed and held.bits >= kind.bits) or \
+            not side_effect_free(n, context.functions) or var in context.addressed or \
+            names_in(n) & (assigned_names(compound(main_body + rest_body)) | {var}) or \
+            not _only_within({var}, compound(four), nest):
+        return None
+    counter = var + "_k"
+    while counter in names_in(nest) | {d.name for d in walk(nest) if isinstance(d, c_ast.Decl)}:
+        counter += "_"
+    unsigned = c_ast.TypeDecl(counter, [], None, c_ast.IdentifierType(["unsigned", "long"]))
+    decl = c_ast.Decl(counter, [], [], [], [], unsigned, c_ast.Constant("int", "0"), None)
+    count_by = c_ast.Constant("int", str(unroll))
+    unrolled = c_ast.For(None, c_ast.BinaryOp("<=", c_ast.BinaryOp("+", c_ast.ID(counter),
+                                                                   count_by), clone(n)),
+                         c_ast.Assignment("+=", c_ast.ID(counter), clone(count_by)),
+                         compound([clone(x) for x in main_body]), coord=main.coord)
+    remainder = c_ast.For(None, c_ast.BinaryOp("<", c_ast.ID(counter), clone(n)),
+                          c_ast.UnaryOp("p++", c_ast.ID(counter)),
+                          compound([clone(x) for x in rest_body]), coord=rest.coord)
+    merged = _reroll(unrolled, remainder, decl, after, context)
+    if merged is None or not merged[1] or not _only_within(merged[2], main, nest):
+        return None
+    return merged[0], var, merged[2]
+
+
+def _count_split(count: c_ast.Node, left: c_ast.Node) -> tuple[c_ast.Node, int] | None:
+    """(n, u) when `count` is n / u (`n >> s`) and `left` n % u (`n & (u - 1)`), u 2, 4 or 8."""
+    if not (isinstance(count, c_ast.BinaryOp) and isinstance(left, c_ast.BinaryOp)) or \
+            _GEN.visit(count.left) != _GEN.visit(left.left):
+        return None
+    by, rest = _int_literal(count.right), _int_literal(left.right)
+    unroll = 2 ** by if count.op == ">>" and by in (1, 2, 3) else \
+        by if count.op == "/" and by in (2, 4, 8) else None
+    if unroll is None or not (left.op == "%" and rest == unroll or
+                              left.op == "&" and rest == unroll - 1):
+        return None
+    return count.left, unroll
+
+
+def _int_literal(node: c_ast.Node) -> int | None:
+    """The value of an integer literal of any suffix (`4`, `0x4U`, `2UL`)."""
+    if isinstance(node, c_ast.Constant) and node.type in (
+            "int", "unsigned int", "long int", "unsigned long int", "long long int",
+            "unsigned long long int"):
+        return int_constant(node)[0]
+    return None
+
+
+def _only_within(names: set[str], part: c_ast.Node, nest: c_ast.Node) -> bool:
+    """Is every mention in `nest` of `names` within `part`?"""
+    return sum(isinstance(n, c_ast.ID) and n.name in names for n in walk(part)) == \
+        sum(isinstance(n, c_ast.ID) and n.name in names for n in walk(nest))
 
 
 def _reroll_forms(items: list[c_ast.Node], i: int, nest: c_ast.For, context: Context):
@@ -1574,7 +1679,8 @@ def _sums_merged(after: list[c_ast.Node], x: str, extras: set[str]) -> list[c_as
 
 def _reroll(main: c_ast.For, rest: c_ast.For, prev: c_ast.Node | None, after: c_ast.Node,
             context: Context):
-    """(the re-rolled loop, whether `prev` was its initialization) or None."""
+    """(the re-rolled loop, whether `prev` was its initialization, the scalars only the
+    unrolled loop set, as temporaries) or None."""
     var = loop_var(main)
     if var is None or loop_var(rest) != var:
         return None
@@ -1594,11 +1700,13 @@ def _reroll(main: c_ast.For, rest: c_ast.For, prev: c_ast.Node | None, after: c_
     copies = len(main_body) == unroll * len(body) and all(
         _same_shifted(main_body[r * len(body) + s], stmt, var, r, context)
         for r in range(unroll) for s, stmt in enumerate(body))
+    temporaries: set[str] = set()
     if not copies and not (len(body) == 1 and len(main_body) == 1 and _sum_shifted(
             main_body[0], body[0], var, unroll, context)) and \
-            not _offsets_of(main_body, body, var, unroll, context) and \
-            not _same_stepping(main_body, body, var, unroll, context):
-        return None
+            not _offsets_of(main_body, body, var, unroll, context):
+        temporaries = _same_stepping(main_body, body, var, unroll, context)
+        if temporaries is None:
+            return None
     init = main.init
     drop_prev = False
     if isinstance(init, c_ast.Assignment) and init.op == "=" and isinstance(prev, c_ast.Decl) \
@@ -1617,40 +1725,43 @@ def _reroll(main: c_ast.For, rest: c_ast.For, prev: c_ast.Node | None, after: c_
         else:
             return None
     return c_ast.For(init, clone(rest.cond), c_ast.UnaryOp("p++", c_ast.ID(var)),
-                     clone(rest.stmt), coord=main.coord), drop_prev
+                     clone(rest.stmt), coord=main.coord), drop_prev, temporaries
 
 
 def _same_stepping(main_body: list[c_ast.Node], body: list[c_ast.Node], var: str, unroll: int,
-                   context: Context) -> bool:
+                   context: Context) -> set[str] | None:
     """Bodies that step pointers: the remainder's `s += *a++ * *b; b += N;` and the unrolled
     `s += a[0] * b[0]; s += a[1] * b[N]; ...; a += 4; b += 4 * N;`.  Each read as what it
     does from the pointers' values at the iteration's start (`_from_start`): the unrolled body
     must be the remainder's `unroll` times, its copy r reading each pointer r steps on, and
     step each pointer `unroll` times as far.  Then the remainder's loop from the unrolled
-    loop's start runs the same statements on the same elements."""
+    loop's start runs the same statements on the same elements.  The scalars the unrolled body
+    sets as temporaries (`_temporaries_forward`; the remainder sets none), which the caller
+    makes sure are read nowhere else, or None: not so."""
     pointers = {name for x in body for name in _stepped_names(x)
                 if isinstance(context.scope.type_of(name), ctype.Pointer)}
     mine = _from_start(main_body, pointers, context)
     theirs = _from_start(body, pointers, context)
     if not pointers or mine is None or theirs is None:
-        return False
-    (stmts, steps), (template, step) = mine, theirs
-    if len(stmts) != unroll * len(template) or set(steps) != pointers or set(step) != pointers:
-        return False
+        return None
+    (stmts, steps, temporaries), (template, step, theirs_set) = mine, theirs
+    if len(stmts) != unroll * len(template) or set(steps) != pointers or \
+            set(step) != pointers or theirs_set:
+        return None
     for p in pointers:
         times = _same_affine(steps[p], c_ast.BinaryOp("*", c_ast.Constant("int", str(unroll)),
-                                                      clone(step[p])), context)
+                                                      clone(step[p])), context, modular=True)
         if not times:
-            return False
+            return None
     for r in range(unroll):
         for s_at, stmt in enumerate(template):
             shifted = _shifted(stmt, var, r)
             for p in pointers:
                 shifted = _pointer_shifted(shifted, p, c_ast.BinaryOp(
                     "*", c_ast.Constant("int", str(r)), clone(step[p])))
-            if not _equivalent(stmts[r * len(template) + s_at], shifted, context):
-                return False
-    return True
+            if not _equivalent(stmts[r * len(template) + s_at], shifted, context, modular=True):
+                return None
+    return temporaries
 
 
 def _stepped_names(stmt: c_ast.Node) -> set[str]:
@@ -1668,7 +1779,8 @@ def _stepped_names(stmt: c_ast.Node) -> set[str]:
 
 def _from_start(items: list[c_ast.Node], pointers: set[str], context: Context):
     """(the statements of `items` but the steps of `pointers`, each pointer read as
-    `p[offset + ...]` from its value at the start; each pointer's whole step) -- None when a
+    `p[offset + ...]` from its value at the start, temporaries put in where read; each
+    pointer's whole step; the temporaries) -- None when a
     pointer is read otherwise than through `*p`, `p[e]` or `*p++`, stepped within a condition,
     or stepped and read twice in one statement (unsequenced)."""
     offsets: dict[str, c_ast.Node] = {}
@@ -1713,7 +1825,45 @@ def _from_start(items: list[c_ast.Node], pointers: set[str], context: Context):
             return None
         for name, amount in moved.items():
             offsets[name] = _plus(offsets.get(name), c_ast.Constant("int", str(amount)))
-    return out, {p: offsets[p] for p in offsets}
+    temporaries: set[str] = set()
+    out = _temporaries_forward(out, pointers, context, temporaries)
+    return None if out is None else (out, {p: offsets[p] for p in offsets}, temporaries)
+
+
+def _temporaries_forward(items: list[c_ast.Node], pointers: set[str], context: Context,
+                         temporaries: set[str]) -> list[c_ast.Node] | None:
+    """`items` with the scalars they set as temporaries (`in1 = pIn1[0]; ... sum += in1 *
+    in3;`, CMSIS-DSP's unrolled loops) read as the values set: each `x = e` (e of x's type,
+    without side effects) dropped and e put in where x is read until it is set again.  None
+    when a temporary is changed otherwise, or memory is stored to while one is held.  The
+    temporaries are added to `temporaries`."""
+    from kernelfarer.canon_values import _expr_type
+    values: dict[str, c_ast.Node] = {}
+    out = []
+    for item in items:
+        if isinstance(item, c_ast.Assignment):
+            for name, value in values.items():
+                item.rvalue = replace_ids(item.rvalue, name, value)
+        else:
+            for name, value in values.items():
+                item = replace_ids(item, name, value)
+        target = item.lvalue.name if isinstance(item, c_ast.Assignment) and \
+            isinstance(item.lvalue, c_ast.ID) else None
+        if target is not None and item.op == "=" and target not in pointers and \
+                side_effect_free(item.rvalue, context.functions) and \
+                target not in names_in(item.rvalue):
+            want = context.scope.type_of(target)
+            have = _expr_type(item.rvalue, context.scope)
+            if not isinstance(want, ctype.Scalar) or have is None or want.volatile or \
+                    (want.kind, want.bits, want.signed) != (have.kind, have.bits, have.signed):
+                return None
+            values[target] = item.rvalue
+            continue
+        if assigned_names(item) & set(values) or (values and stored_arrays(item)):
+            return None
+        out.append(item)
+    temporaries.update(values)
+    return out
 
 
 class _Unsequenced(Exception):
@@ -1890,13 +2040,14 @@ def _sum_shifted(candidate: c_ast.Node, template: c_ast.Node, var: str, unroll: 
                for r, (_, term) in enumerate(terms))
 
 
-def _equivalent(a: c_ast.Node, b: c_ast.Node, context: Context) -> bool:
-    """Structurally equal, array subscripts compared as affine forms (k + 1 and 1 + k alike)."""
+def _equivalent(a: c_ast.Node, b: c_ast.Node, context: Context, modular: bool = False) -> bool:
+    """Structurally equal, array subscripts compared as affine forms (k + 1 and 1 + k alike;
+    `modular`: in unsigned arithmetic too, of one type on both sides)."""
     if type(a) is not type(b):
         return False
     if isinstance(a, c_ast.ArrayRef):
-        return _equivalent(a.name, b.name, context) and _same_affine(a.subscript, b.subscript,
-                                                                     context)
+        return _equivalent(a.name, b.name, context, modular) and \
+            _same_affine(a.subscript, b.subscript, context, modular)
     if isinstance(a, (c_ast.ID, c_ast.Constant)):
         return _GEN.visit(a) == _GEN.visit(b)
     if hasattr(a, "op") and getattr(a, "op") != getattr(b, "op"):
@@ -1907,15 +2058,21 @@ def _equivalent(a: c_ast.Node, b: c_ast.Node, context: Context) -> bool:
         return False
     if not children_a:
         return _GEN.visit(a) == _GEN.visit(b)
-    return all(_equivalent(x, y, context) for x, y in zip(children_a, children_b))
+    return all(_equivalent(x, y, context, modular) for x, y in zip(children_a, children_b))
 
 
-def _same_affine(a: c_ast.Node, b: c_ast.Node, context: Context) -> bool:
+def _same_affine(a: c_ast.Node, b: c_ast.Node, context: Context, modular: bool = False) -> bool:
+    """Equal as polynomials of the names in them; `modular`: also where unsigned arithmetic
+    narrower than 64 bits wraps, both computed in one type (equal polynomials are then equal
+    modulo 2**bits; or constants, of one value)."""
     from kernelfarer.affine import IndexConverter, NotAffine
     names = sorted(names_in(a) | names_in(b))
     try:
         conv = IndexConverter(context.scope, names)
-        return conv.convert(a) == conv.convert(b)
+        conv.allow_wrap_checks = modular
+        same = conv.convert(a) == conv.convert(b)
+        return same and (not modular or conv.type_of(a) == conv.type_of(b) or
+                         conv.convert(a).is_const())
     except (NotAffine, Exception):       # noqa: BLE001 - anything not affine is not the same
         return _GEN.visit(a) == _GEN.visit(b)
 

@@ -29,7 +29,8 @@ is never changed, and the fallback path runs the user's own text anyway):
   stepping by a tile with a loop over its offsets becomes one loop (canon_tiles.py);
 - a hand-tiled nest whose tiles cover the iteration space exactly is de-tiled;
 - a k loop unrolled by hand with its remainder loop (or, unrolled by 2, its remainder `if`) is
-  re-rolled, partial sums it keeps in several scalars summed in one;
+  re-rolled, partial sums it keeps in several scalars summed in one, pointers it steps compared
+  from the iteration's start; so are CMSIS-DSP's count-down loops over n / 4 and n % 4;
 - scalar temporaries (hoisted operands, index temporaries, `mult`-style products, f2c's bound
   temporaries) are substituted forward where their definitions dominate their uses and nothing
   redefines their inputs;
@@ -53,7 +54,7 @@ _GEN = c_generator.CGenerator()
 from kernelfarer.canon_base import Canonical, Context, Side, clone, loop_vars, with_declarations
 from kernelfarer.canon_loops import (
     collapse_anywhere, continues_as_ifs, count_up_fors, declared_inductions, drop_prefetches,
-    detile, flatten_blocks, induction_variables, split_for_inits,
+    detile, flatten_blocks, induction_variables, split_for_inits, unrolled_counts,
     memsets_to_loops, normalize_loops, pointer_subscripts, reroll_blocks, strip_labels,
     walk_blocks, while_to_for, min_functions, do_whiles_as_whiles, entry_inits, for_resets_first)
 from kernelfarer.canon_calls import inline_accessor_calls, inline_dot_calls
@@ -97,6 +98,7 @@ def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | Non
     split_for_inits(node, canon)
     declared_inductions(node, canon, context)
     flatten_blocks(node, canon)
+    unrolled_counts(node, canon, context)
     node = walk_blocks(node, canon, context)
     continues_as_ifs(node, canon)
     count_up_fors(node, canon, context)

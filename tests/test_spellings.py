@@ -334,6 +334,61 @@ void unrolled_pointers_sums(int M, int N, int K, const double *A, const double *
 }
 """
 
+# ... as CMSIS-DSP builds it by default (ARM_MATH_LOOPUNROLL): the k loop unrolled by 4 into
+# temporaries, counted down n >> 2 then n % 4 times
+CMSIS_MAT_MULT_UNROLLED = """
+#include <stdint.h>
+void cmsis_unrolled(int M, int N, int K, const float *pSrcA, const float *pSrcB, float *pDst) {
+    const float *pIn1, *pIn2, *pInA = pSrcA, *pInB = pSrcB;
+    float *pOut = pDst, *px, sum, in1, in2, in3, in4;
+    uint32_t col, i = 0U, row = M, colCnt, numColsA = K, numColsB = N;
+    if (M <= 0 || N <= 0 || K < 0)
+        return;
+    do {
+        px = pOut + i;
+        col = numColsB;
+        pIn2 = pSrcB;
+        do {
+            sum = 0.0f;
+            pIn1 = pInA;
+            colCnt = numColsA >> 2U;
+            while (colCnt > 0U) {
+                in3 = *pIn2;
+                pIn2 += numColsB;
+                in1 = pIn1[0];
+                in2 = pIn1[1];
+                sum += in1 * in3;
+                in4 = *pIn2;
+                pIn2 += numColsB;
+                sum += in2 * in4;
+                in3 = *pIn2;
+                pIn2 += numColsB;
+                in1 = pIn1[2];
+                in2 = pIn1[3];
+                sum += in1 * in3;
+                in4 = *pIn2;
+                pIn2 += numColsB;
+                sum += in2 * in4;
+                pIn1 += 4U;
+                colCnt--;
+            }
+            colCnt = numColsA % 0x4U;
+            while (colCnt > 0U) {
+                sum += *pIn1++ * *pIn2;
+                pIn2 += numColsB;
+                colCnt--;
+            }
+            *px++ = sum;
+            col--;
+            pIn2 = pInB + (numColsB - col);
+        } while (col > 0U);
+        i = i + numColsB;
+        pInA = pInA + numColsA;
+        row--;
+    } while (row > 0U);
+}
+"""
+
 BATCHED = """
 void batched(int batch, int n, const float *A, const float *B, float *C) {
   for (int b = 0; b < batch; b++) {
@@ -1471,7 +1526,7 @@ void nested(int n, int m, int p, float *C, const float *A, const float *B, float
 
 # (29, 67, 19) is past every small blocking's mc, nc and 2 kc (conftest.small_blocking)
 SIZES = [(0, 3, 4), (1, 1, 1), (2, 3, 5), (7, 13, 5), (17, 9, 31), (6, 16, 8), (5, 17, 9),
-         (13, 31, 37), (40, 50, 60), (29, 67, 19)]
+         (13, 31, 37), (40, 50, 60), (29, 67, 19), (9, 11, 14)]
 
 
 def _int(v):
@@ -1713,6 +1768,8 @@ CASES = {
                           "const float *, const float *, float *);", "float", _plain),
     "unrolled_pointers_sums": (UNROLLED_POINTERS, "void unrolled_pointers_sums(int, int, int, "
                                "const double *, const double *, double *);", "double", _plain),
+    "cmsis_mat_mult_unrolled": (CMSIS_MAT_MULT_UNROLLED, "void cmsis_unrolled(int, int, int, "
+                                "const float *, const float *, float *);", "float", _plain),
     "batched": (BATCHED, "void batched(int, int, const float *, const float *, float *);", "float",
                 lambda m, n, k: [_int(3), _int(n), ("T*", 3 * n, n), ("T*", 3 * n, n),
                                  ("T*", 3 * n, n)]),
