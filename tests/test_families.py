@@ -10,7 +10,7 @@ import pytest
 
 from conftest import native_target, run_cli
 from kernelfarer.rewrite import RewriteOptions, rewrite_file
-from test_spellings import OneTestFactory, build_cases, check_case
+from test_spellings import OneTestFactory, build_cases, check_case, cmsis_unrolled
 
 IKJ = """
 void ikj(int M, int N, int K, const float *A, const float *B, float *C)
@@ -815,64 +815,6 @@ void f(int M, int N, int K, const float *A, const float *B, float *C, const floa
 }}"""
 
 
-def _cmsis_unrolled(left="numColsA % 0x4U", counter="uint32_t", extra="", after=""):
-    """CMSIS-DSP's arm_mat_mult_f32 as built with ARM_MATH_LOOPUNROLL, with its parts given."""
-    return f"""
-#include <stdint.h>
-void f(int M, int N, int K, const float *pSrcA, const float *pSrcB, float *pDst) {{
-    const float *pIn1, *pIn2, *pInA = pSrcA, *pInB = pSrcB;
-    float *pOut = pDst, *px, sum, in1, in2;
-    uint32_t col, i = 0U, row = M, numColsA = K, numColsB = N;
-    {counter} colCnt;
-    if (M <= 0 || N <= 0 || K < 0)
-        return;
-    do {{
-        px = pOut + i;
-        col = numColsB;
-        pIn2 = pSrcB;
-        do {{
-            sum = 0.0f;
-            pIn1 = pInA;
-            colCnt = numColsA >> 2U;
-            while (colCnt > 0U) {{
-                in1 = pIn1[0];
-                in2 = *pIn2;
-                pIn2 += numColsB;
-                sum += in1 * in2;
-                in1 = pIn1[1];
-                in2 = *pIn2;
-                pIn2 += numColsB;
-                sum += in1 * in2;
-                in1 = pIn1[2];
-                in2 = *pIn2;
-                pIn2 += numColsB;
-                sum += in1 * in2;
-                in1 = pIn1[3];
-                in2 = *pIn2;
-                pIn2 += numColsB;
-                sum += in1 * in2;
-                {extra}
-                pIn1 += 4U;
-                colCnt--;
-            }}
-            colCnt = {left};
-            while (colCnt > 0U) {{
-                sum += *pIn1++ * *pIn2;
-                pIn2 += numColsB;
-                colCnt--;
-            }}
-            *px++ = sum;
-            col--;
-            pIn2 = pInB + (numColsB - col);
-        }} while (col > 0U);
-        i = i + numColsB;
-        pInA = pInA + numColsA;
-        row--;
-    }} while (row > 0U);
-    {after}
-}}"""
-
-
 def _header_induction(step, after_store="", counter="int"):
     """A row index declared beside the counter in the header and stepped there."""
     return f"""
@@ -965,12 +907,12 @@ float f(int M, int N, int K, const float *A, const float *B, float *C)
         _unrolled_pointers(steps="a += 4; b += 4*N; b2 += 1;"), ""),
     "an unrolled loop reading a pointer as a value": (
         _unrolled_pointers(copy1="sum += a[1] * b[N] + (a == b2);"), ""),
-    "CMSIS's remainder counting another split": (_cmsis_unrolled(left="numColsA % 0x8U"),
+    "CMSIS's remainder counting another split": (cmsis_unrolled(left="numColsA % 0x8U"),
                                                   ""),
-    "CMSIS's unrolled count of a signed size": (_cmsis_unrolled(counter="int32_t"), ""),
+    "CMSIS's unrolled count of a signed size": (cmsis_unrolled(counter="int32_t"), ""),
     "CMSIS's unrolled loop reading its counter": (
-        _cmsis_unrolled(extra="sum += (float)colCnt;"), ""),
-    "CMSIS's counter read after the nest": (_cmsis_unrolled(after="*pDst += colCnt;"),
+        cmsis_unrolled(extra="sum += (float)colCnt;"), ""),
+    "CMSIS's counter read after the nest": (cmsis_unrolled(after="*pDst += colCnt;"),
                                             "'colCnt' is used after the nest"),
     "partial sums of two types": (_partial_sums("float s0 = 0; double s1 = 0;"), ""),
     "partial sums subtracted": (_partial_sums(combined="C[i*N + j] = s0 - s1;"), ""),
