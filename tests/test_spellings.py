@@ -334,6 +334,7 @@ void unrolled_pointers_sums(int M, int N, int K, const double *A, const double *
 }
 """
 
+
 def cmsis_unrolled(left="numColsA % 0x4U", counter="uint32_t", extra="", after="", name="f"):
     """CMSIS-DSP's arm_mat_mult_f32 as its default build spells it (ARM_MATH_LOOPUNROLL: the k
     loop unrolled by 4 into temporaries, counted down n >> 2 then n % 4 times), with its parts
