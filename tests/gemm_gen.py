@@ -265,7 +265,20 @@ def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case
         if "mult-temp" in family:
             inner = f"{{ const {dtype} mult = {product}; acc += mult; }}"
         body = "".join(f"            {s}\n" for s in pre)
-        if "unroll" in family or miss == "bad-remainder":
+        if ("unroll" in family or miss == "bad-remainder") and miss is None and \
+                rng.random() < 0.5:      # into partial sums added after, the remainder an if
+            u = rng.choice((2, 4))
+            sums = [f"kf_s{r}" for r in range(1, u)]
+            copies = "".join(f"                {s} += {_shift_k(product, r + 1)};\n"
+                             for r, s in enumerate(sums))
+            rest = f"if (k < {bounds['k']})" if u == 2 and rng.random() < 0.5 else \
+                f"for (; k < {bounds['k']}; k++)"
+            body += (f"            {dtype} {' = 0, '.join(sums)} = 0;\n            int k = 0;\n"
+                     f"            for (; k + {u - 1} < {bounds['k']}; k += {u}) {{\n"
+                     f"                acc += {product};\n{copies}            }}\n"
+                     f"            {rest}\n                acc += {product};\n"
+                     f"            acc += {' + '.join(sums)};\n")
+        elif "unroll" in family or miss == "bad-remainder":
             u = rng.choice((2, 4))
             terms = " + ".join(_shift_k(product, r) for r in range(u))
             rest = f"k < {bounds['k']}" if miss != "bad-remainder" else f"k + 1 < {bounds['k']}"
