@@ -397,6 +397,14 @@ void {name}(int M, int N, int K, const float *pSrcA, const float *pSrcB, float *
 
 CMSIS_MAT_MULT_UNROLLED = cmsis_unrolled(name="cmsis_unrolled")
 
+# ... arm_mat_mult_f64's unrolled loop: the remainder's statements four times over
+_UNROLLED_BODY = CMSIS_MAT_MULT_UNROLLED[CMSIS_MAT_MULT_UNROLLED.index("                in1 = pIn1[0];"):
+                                         CMSIS_MAT_MULT_UNROLLED.index("                pIn1 += 4U;")]
+CMSIS_MAT_MULT_F64_UNROLLED = cmsis_unrolled(name="cmsis_unrolled_f64").replace(
+    _UNROLLED_BODY + "                pIn1 += 4U;\n",
+    "                sum += *pIn1++ * *pIn2;\n                pIn2 += numColsB;\n" * 4).replace(
+    "float", "double").replace("sum, in1, in2;", "sum;")
+
 BATCHED = """
 void batched(int batch, int n, const float *A, const float *B, float *C) {
   for (int b = 0; b < batch; b++) {
@@ -1778,6 +1786,9 @@ CASES = {
                                "const double *, const double *, double *);", "double", _plain),
     "cmsis_mat_mult_unrolled": (CMSIS_MAT_MULT_UNROLLED, "void cmsis_unrolled(int, int, int, "
                                 "const float *, const float *, float *);", "float", _plain),
+    "cmsis_mat_mult_f64_unrolled": (CMSIS_MAT_MULT_F64_UNROLLED, "void cmsis_unrolled_f64(int, "
+                                    "int, int, const double *, const double *, double *);",
+                                    "double", _plain),
     "batched": (BATCHED, "void batched(int, int, const float *, const float *, float *);", "float",
                 lambda m, n, k: [_int(3), _int(n), ("T*", 3 * n, n), ("T*", 3 * n, n),
                                  ("T*", 3 * n, n)]),
