@@ -507,6 +507,9 @@ extern long kernelfarer_fast_path_calls;
             bad++;
         }}
         calls += m > 0 && n > 0 && k > 0;
+#if !defined(KERNELFARER_ALWAYS_FAST)
+        calls -= m > 0 && n > 0 && k > 0 && m <= 4 && n <= 4 && k <= 4;  /* the user's loops */
+#endif
         free(a); free(b); free(c); free(r);
     }}
     printf("fast=%ld of %d\n", kernelfarer_fast_path_calls, calls);
@@ -954,19 +957,22 @@ def test_fp16_sums_kernels_equal_the_loop(tmp_path, target, blocks) -> None:
 def test_fp16_sums_decline_small_problems_where_the_loop_has_f16c(tmp_path, target) -> None:
     """Built with F16C the user's loop converts in vectors, and beats mostly empty tiles: the
     drivers send problems of few rows or a short k to it (KernelShape.decline), exactly those,
-    and the results still equal the loop's.  Built without F16C every call takes the kernel."""
+    and the results still equal the loop's.  Built without F16C every call takes the kernel
+    (but products of at most 4 x 4 x 4, which the call site leaves to the loop, and the harness
+    does not count)."""
     if not targets.real_host_runs(targets.TARGETS[target]):
         pytest.skip(f"this host does not run {target}")
     shape = targets.TARGETS[target].kernel(targets.DType.F16)
     rule = shape.decline
-    calls = [(m, k) for m, n, k in SIZES if m and n and k]
-    taken = [(m, k) for m, k in calls
+    calls = [(m, n, k) for m, n, k in SIZES if m and n and k]
+    sized = [(m, k) for m, n, k in calls if not (m <= 4 and n <= 4 and k <= 4)]
+    taken = [(m, k) for m, k in sized
              if not ((m < rule.rows and m != shape.mr) or k < rule.k or m * k < rule.area)]
-    assert 0 < len(taken) < len(calls)
-    for cflags, fast in ((("-march=x86-64-v3",), len(taken)), ((), len(calls))):
+    assert 0 < len(taken) < len(sized)
+    for cflags, fast in ((("-march=x86-64-v3",), len(taken)), ((), len(sized))):
         out = build_and_run(tmp_path, "fp16_sum", target, {}, cflags=cflags, fast=False,
                             always_fast=False)
-        assert out.startswith(f"fast={fast} of {len(calls)}"), (cflags, out)
+        assert out.startswith(f"fast={fast} of {len(sized)}"), (cflags, out)
 
 
 GCC = shutil.which("gcc-12") or shutil.which("gcc")

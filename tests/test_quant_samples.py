@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import CLANG, SAMPLES
+from conftest import CLANG, SAMPLES, TRACE_FLAGS
 sys.path.insert(0, str(SAMPLES.parent / "bench"))
 from cwall import TRUNC_BF16  # noqa: E402  (C text the benchmarks' harnesses share too)
 from kernelfarer import targets
@@ -38,7 +38,7 @@ def test_quantized_sample_is_rewritten_and_equals_the_original(tmp_path, sample,
     (tmp_path / "rewritten.c").write_text(result.text)
     subprocess.run([CLANG, "-O2", "-fopenmp", "-DKERNELFARER_TRACE", "-Drun=run_ref", "-c",
                     sample, "-o", "original.o"], cwd=tmp_path, check=True)
-    subprocess.run([CLANG, "-O2", "-fopenmp", "-DKERNELFARER_TRACE", "-o", "check", "check.c",
+    subprocess.run([CLANG, "-O2", "-fopenmp", *TRACE_FLAGS, "-o", "check", "check.c",
                     "rewritten.c", "original.o", "-lm"], cwd=tmp_path, check=True)
     done = subprocess.run(["./check"], cwd=tmp_path, capture_output=True, text=True, timeout=600,
                           env={"OMP_NUM_THREADS": "2"})
