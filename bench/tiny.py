@@ -2,7 +2,7 @@
 
 A GEMM nest called on a 2 x 2 x 2 product costs the user's loop a few nanoseconds; the fast path's
 checks and its driver call cost more than that.  The call site therefore runs the user's loops
-when M, N and K are all 4 or below (templates/callsite.c.j2); this benchmark measures the rule on
+when M, N and K are all 4 or below (plan.TINY_SIZE); this benchmark measures the rule on
 cubes n x n x n for n = 1..8, for two spellings (a plain dot-product nest and CMSIS-DSP's
 arm_mat_mult_f32 as its default build spells it), calling each function back to back on the same
 data, best of several interleaved rounds, single-threaded.  Printed: nanoseconds per call and the

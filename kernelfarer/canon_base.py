@@ -400,6 +400,21 @@ def walk(node: c_ast.Node):
         yield from walk(child)
 
 
+def jumps(node: c_ast.Node) -> bool:
+    """Does `node` hold a jump or a label (break, continue, goto, return)?"""
+    return any(isinstance(n, (c_ast.Break, c_ast.Continue, c_ast.Goto, c_ast.Return,
+                              c_ast.Label)) for n in walk(node))
+
+
+def declared_names(node: c_ast.Node) -> set[str]:
+    """The names `node` declares (anywhere within it)."""
+    return {n.name for n in walk(node) if isinstance(n, c_ast.Decl) and n.name}
+
+
+def declares(node: c_ast.Node, name: str) -> bool:
+    return name in declared_names(node)
+
+
 def element_of_address(node: c_ast.Node) -> c_ast.Node:
     """`(&X[a])[b]` as `X[a + b]` (the one node; others as they are)."""
     if isinstance(node, c_ast.ArrayRef) and isinstance(node.name, c_ast.UnaryOp) and \

@@ -11,10 +11,10 @@ from kernelfarer.affine import Poly, int_constant
 from kernelfarer.ctype import Scope
 
 from kernelfarer.canon_base import (
-    Canonical, Context, assigned_names, clone, compound, const_int, element_of_address,
-    has_continue, increments, init_var, is_var, is_zero, items_of, loop_var, loop_vars,
-    map_children, names_in, nest_loops, outer_loops, read_arrays, replace_ids, side_effect_free,
-    single, step_of, stored_arrays, sum_of, terms_of, walk)
+    Canonical, Context, assigned_names, clone, compound, const_int, declared_names, declares,
+    element_of_address, has_continue, increments, init_var, is_var, is_zero, items_of, jumps,
+    loop_var, loop_vars, map_children, names_in, nest_loops, outer_loops, read_arrays,
+    replace_ids, side_effect_free, single, step_of, stored_arrays, sum_of, terms_of, walk)
 
 _GEN = c_generator.CGenerator()
 
@@ -687,8 +687,7 @@ def _declared_induction(loop: c_ast.For, context: Context):
         steps = [(p, _stepped(p, counter)) for p in parts]
         mine = [(p, s[1]) for p, s in steps if s is not None and s[0] == decl.name]
         if len(mine) != 1 or decl.init is None or decl.name in context.addressed or \
-                not _plain_induction(decl, context) or any(
-                    isinstance(n, c_ast.Decl) and n.name == decl.name for n in walk(loop.stmt)):
+                not _plain_induction(decl, context) or declares(loop.stmt, decl.name):
             continue
         part, amount = mine[0]
         others = [p for p in parts if p is not part]
@@ -1369,8 +1368,7 @@ def reroll_blocks(node: c_ast.Node, canon: Canonical, context: Context) -> bool:
                                  context)
                 if merged is not None and _only_within(merged[2], tried[at], node):
                     rerolled, drop_prev, temporaries = merged
-                    dead |= temporaries - {d.name for d in walk(node)
-                                           if isinstance(d, c_ast.Decl)}
+                    dead |= temporaries - declared_names(node)
                     start = at - 1 if drop_prev else at
                     loop.stmt = compound(tried[:start] + [rerolled] + tried[at + 2:], loop.stmt)
                     canon.dead |= dead
@@ -1395,9 +1393,8 @@ def unrolled_counts(node: c_ast.Node, canon: Canonical, context: Context) -> Non
             if found is None:
                 continue
             rerolled, var, temporaries = found
-            declared = {d.name for d in walk(node) if isinstance(d, c_ast.Decl)}
             block.block_items = items[:at] + [rerolled] + items[at + 4:]
-            canon.dead |= ({var} | temporaries) - declared
+            canon.dead |= ({var} | temporaries) - declared_names(node)
             canon.steps.append(f"the loops counting '{var}' down over a loop unrolled by hand "
                                "and its remainder re-rolled into one")
             return unrolled_counts(node, canon, context)
@@ -1418,9 +1415,7 @@ def _unrolled_count(four: list[c_ast.Node], after: c_ast.Node, nest: c_ast.Node,
         if not body or step_of(body[-1], var) != -1 or \
                 not (isinstance(cond, c_ast.BinaryOp) and is_var(cond.left, var) and
                      is_zero(cond.right) and cond.op in (">", "!=")) or \
-                var in names_in(compound(body[:-1])) or has_continue(compound(body)) or \
-                any(isinstance(n, (c_ast.Break, c_ast.Goto, c_ast.Return, c_ast.Label))
-                    for n in walk(compound(body))):
+                var in names_in(compound(body[:-1])) or jumps(compound(body)):
             return None
         parts.append((var, setting.rvalue, body[:-1]))
     (var, count, main_body), (other, left, rest_body) = parts
@@ -1437,7 +1432,7 @@ def _unrolled_count(four: list[c_ast.Node], after: c_ast.Node, nest: c_ast.Node,
             not _only_within({var}, compound(four), nest):
         return None
     counter = var + "_k"
-    while counter in names_in(nest) | {d.name for d in walk(nest) if isinstance(d, c_ast.Decl)}:
+    while counter in names_in(nest) | declared_names(nest):
         counter += "_"
     unsigned = c_ast.TypeDecl(counter, [], None, c_ast.IdentifierType(["unsigned", "long"]))
     decl = c_ast.Decl(counter, [], [], [], [], unsigned, c_ast.Constant("int", "0"), None)
@@ -1513,9 +1508,7 @@ def _remainder_if_as_loop(items: list[c_ast.Node], i: int) -> list[c_ast.Node] |
     cond = rest.cond
     if not (isinstance(cond, c_ast.BinaryOp) and cond.op == "<" and is_var(cond.left, var)) or \
             not _main_bound_ok(main.cond, var, _GEN.visit(cond.right), 2, exact=True) or \
-            assigned_names(rest.iftrue) & names_in(cond) or any(isinstance(
-                n, (c_ast.Continue, c_ast.Break, c_ast.Goto, c_ast.Return, c_ast.Label))
-                for n in walk(rest.iftrue)) or \
+            assigned_names(rest.iftrue) & names_in(cond) or jumps(rest.iftrue) or \
             var in names_in(compound(items[i + 2:])) or \
             not any(isinstance(x, c_ast.Decl) and x.name == var for x in items[:i]):
         return None
@@ -1541,9 +1534,10 @@ def _one_accumulator(items: list[c_ast.Node], i: int, nest: c_ast.For, context: 
     def sums(stmts):      # (the sums' statements; None: a statement neither a sum nor a step)
         out = [x for x in stmts if _adds_to_scalar(x) and not isinstance(
             context.scope.type_of(x.lvalue.name), ctype.Pointer)]
-        steps = [x for x in stmts if x not in out]
-        return out if all(_stepped(x, "") and isinstance(context.scope.type_of(
-            _stepped(x, "")[0]), ctype.Pointer) for x in steps) else None
+        steps = [_stepped(x, "") for x in stmts if x not in out]
+        return out if all(step is not None and isinstance(context.scope.type_of(step[0]),
+                                                          ctype.Pointer) for step in steps) \
+            else None
 
     body, tail = sums(items_of(main.stmt)), sums(items_of(rest.stmt))
     if body is None or tail is None or len(tail) != 1 or not body:
@@ -1568,8 +1562,7 @@ def _one_accumulator(items: list[c_ast.Node], i: int, nest: c_ast.For, context: 
     if any(isinstance(n, c_ast.ID) and n.name in extras and id(n) not in set_to
            for x_ in items[:i] for n in walk(x_)):
         return None                      # (read before the loop)
-    ours = sum(isinstance(n, c_ast.ID) and n.name in extras for x_ in items for n in walk(x_))
-    if ours != sum(isinstance(n, c_ast.ID) and n.name in extras for n in walk(nest)):
+    if not _only_within(extras, compound(items), nest):
         return None                      # (read elsewhere in the nest)
     after = _sums_merged(items[i + 2:], x, extras)
     if after is None:

@@ -26,9 +26,10 @@ from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
 from kernelfarer.canon_base import (
-    Canonical, Context, added_to, assigned_names, clone, compound, const_int,
-    init_var, is_var, items_of, loop_var, map_children, names_in, nest_loops, perfect_chain,
-    replace_ids, side_effect_free, step_of, sum_of, terms_of, walk, with_declarations)
+    Canonical, Context, added_to, assigned_names, clone, compound, const_int, declares,
+    init_var, is_var, items_of, jumps, loop_var, map_children, names_in, nest_loops,
+    perfect_chain, replace_ids, side_effect_free, step_of, sum_of, terms_of, walk,
+    with_declarations)
 
 _GEN = c_generator.CGenerator()
 
@@ -80,15 +81,15 @@ def _accumulator_block(items: list[c_ast.Node], at: int, context: Context):
     if store_var is None:
         return None
     store_body = clone(storing.stmt)
-    if not _only_element_reads(store_body, name, store_var) or _jumps(store_body):
+    if not _only_element_reads(store_body, name, store_var) or jumps(store_body):
         return None
     scalar = _fresh(f"{name}_sum", items)
     # one loop over the offsets, with the name of the zeroing loop's (or the store loop's)
     q = var or store_var
     # (a declaration of q's name inside what moves under the q loop would capture its reads)
     moved = [*temps, *pre, value]
-    if q != update_var and any(q in names_in(x) or _declares(x, q) for x in moved) or \
-            q != store_var and (q in names_in(store_body) or _declares(store_body, q)) or \
+    if q != update_var and any(q in names_in(x) or declares(x, q) for x in moved) or \
+            q != store_var and (q in names_in(store_body) or declares(store_body, q)) or \
             q in names_in(summing.init) | names_in(summing.cond) | names_in(summing.next):
         return None
     seed_value = replace_ids(clone(seed), var, c_ast.ID(q)) if var else clone(seed)
@@ -215,15 +216,6 @@ def _element_reads_to(node: c_ast.Node, name: str, var: str, scalar: str) -> c_a
     return map_children(node, lambda child: _element_reads_to(child, name, var, scalar))
 
 
-def _jumps(node: c_ast.Node) -> bool:
-    return any(isinstance(n, (c_ast.Break, c_ast.Continue, c_ast.Goto, c_ast.Return,
-                              c_ast.Label)) for n in walk(node))
-
-
-def _declares(node: c_ast.Node, name: str) -> bool:
-    return any(isinstance(n, c_ast.Decl) and n.name == name for n in walk(node))
-
-
 def _fresh(base: str, items: list[c_ast.Node]) -> str:
     taken = set().union(*(names_in(x) for x in items)) | {
         n.name for x in items for n in walk(x) if isinstance(n, c_ast.Decl)}
@@ -263,7 +255,7 @@ def detile_offsets(node: c_ast.For, canon: Canonical, context: Context) -> None:
                 break
             parent = chain[p_at - 1]          # (its body is the offsets loop alone)
             body = clone(point.stmt)
-            if _jumps(body):
+            if jumps(body):
                 break               # (a break of the offsets loop would end the merged loop)
             merged = _merge_offsets(body, var, offset)
             if merged is None:
@@ -375,7 +367,7 @@ def _scalar_tile(items: list[c_ast.Node], at: int, nest: c_ast.For, context: Con
     for store in stores:
         read = set(names) & names_in(store)
         if len(read) != 1 or not isinstance(store, c_ast.Assignment) or \
-                set(names) & assigned_names(store) or _jumps(store):
+                set(names) & assigned_names(store) or jumps(store):
             return None
         store_of[read.pop()] = store
     if len(store_of) != len(names):

@@ -17,7 +17,7 @@ import jinja2
 from kernelfarer import __version__
 from kernelfarer.islc import AstPrinter
 from kernelfarer import templates
-from kernelfarer.plan import THREAD_MIN_WORK, DispatchPlan, KernelPlan
+from kernelfarer.plan import THREAD_MIN_WORK, TINY_SIZE, DispatchPlan, KernelPlan
 from kernelfarer.spec import CInit, GemmSpec
 from kernelfarer.split import SPLIT_DECLARATION, SPLIT_LINKAGE, SPLIT_TAG
 from kernelfarer.tileprog import fill_expression
@@ -80,6 +80,7 @@ def environment() -> jinja2.Environment:
         autoescape=False,
     )
     env.globals["thread_min_work"] = THREAD_MIN_WORK
+    env.globals["tiny_size"] = TINY_SIZE
     return env
 
 

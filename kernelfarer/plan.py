@@ -393,6 +393,11 @@ THREADS_AUTO = -1
 # 2 threads, f32 squares forced onto the threads: 160^3 0.79x, 192^3 1.09x, 256^3 1.57x).
 THREAD_MIN_WORK = 6 << 20
 
+# Products with M, N and K all at most this run the user's loops: the call site's checks and the
+# driver call cost more than such a product (bench/tiny.py, Zen 5: 2x2x2 19 ns against the loop's
+# 8, 4x4x4 0.76-0.94x; 5x5x5 1.25-1.40x).  The call site tests it before anything else.
+TINY_SIZE = 4
+
 
 def parse_threads(text: str) -> int:
     """`--threads` and KERNELFARER_THREADS: "auto" (THREADS_AUTO) or a count (0 and 1: none)."""

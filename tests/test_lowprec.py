@@ -23,6 +23,7 @@ from conftest import CLANG, TRACE_FLAGS
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from cwall import TRUNC_BF16  # noqa: E402  (C text the benchmarks' harnesses share too)
 from kernelfarer import targets
+from kernelfarer.plan import TINY_SIZE
 from kernelfarer.rewrite import RewriteOptions, rewrite_file
 
 OBJDUMP = shutil.which("llvm-objdump-19") or shutil.which("llvm-objdump")
@@ -508,7 +509,7 @@ extern long kernelfarer_fast_path_calls;
         }}
         calls += m > 0 && n > 0 && k > 0;
 #if !defined(KERNELFARER_ALWAYS_FAST)
-        calls -= m > 0 && n > 0 && k > 0 && m <= 4 && n <= 4 && k <= 4;  /* the user's loops */
+        calls -= m > 0 && n > 0 && k > 0 && m <= {tiny} && n <= {tiny} && k <= {tiny};  /* loop's */
 #endif
         free(a); free(b); free(c); free(r);
     }}
@@ -537,7 +538,7 @@ static {storage} as_bits(__bf16 h)
 }}
 """
     (tmp / "main.c").write_text(HARNESS.format(A=a, B=b, C=c, fill=fill, fill_b=fill_b,
-                                               sizes=sizes, helper=helper))
+                                               sizes=sizes, helper=helper, tiny=TINY_SIZE))
 
 
 def build_and_run(tmp: Path, kind: str, target: str, blocking: dict, env: dict | None = None,
@@ -958,14 +959,14 @@ def test_fp16_sums_decline_small_problems_where_the_loop_has_f16c(tmp_path, targ
     """Built with F16C the user's loop converts in vectors, and beats mostly empty tiles: the
     drivers send problems of few rows or a short k to it (KernelShape.decline), exactly those,
     and the results still equal the loop's.  Built without F16C every call takes the kernel
-    (but products of at most 4 x 4 x 4, which the call site leaves to the loop, and the harness
+    (but tiny products, plan.TINY_SIZE, which the call site leaves to the loop, and the harness
     does not count)."""
     if not targets.real_host_runs(targets.TARGETS[target]):
         pytest.skip(f"this host does not run {target}")
     shape = targets.TARGETS[target].kernel(targets.DType.F16)
     rule = shape.decline
     calls = [(m, n, k) for m, n, k in SIZES if m and n and k]
-    sized = [(m, k) for m, n, k in calls if not (m <= 4 and n <= 4 and k <= 4)]
+    sized = [(m, k) for m, n, k in calls if max(m, n, k) > TINY_SIZE]
     taken = [(m, k) for m, k in sized
              if not ((m < rule.rows and m != shape.mr) or k < rule.k or m * k < rule.area)]
     assert 0 < len(taken) < len(sized)
