@@ -119,6 +119,9 @@ def _flatten_access(node: c_ast.ArrayRef, scope: Scope, conv: IndexConverter,
         if isinstance(t, Array) and is_param and "restrict" in (
                 getattr(decl.type, "dim_quals", None) or []):
             restrict = True
+    elif isinstance(base, c_ast.Cast):
+        raise NotGemm(f"array access through a cast, '{_GEN.visit(base)}' (taken for a pointer "
+                      "to void or characters, or to the cast's type, read only through it)")
     else:
         raise NotGemm(f"array access through '{_GEN.visit(base)}' (only named arrays, pointers "
                       "and struct members)")

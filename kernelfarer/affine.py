@@ -3,8 +3,9 @@
 ``A[i*lda + k]`` becomes ``{(i, lda): 1, (k,): 1}``.  Delinearization asks for the coefficient of
 each iterator (``lda`` for i, ``1`` for k): an index is usable when it is linear in the iterators
 with parameter-polynomial coefficients.  Conversion follows C's integer semantics closely enough to
-refuse what it cannot model: anything but +, -, * and integer constants over identifiers, and
-arithmetic in unsigned types narrower than 64 bits (which may wrap where the rewrite would not).
+refuse what it cannot model: anything but +, -, * and integer constants over identifiers (and
+an invariant divided by a positive constant, a value of its own), and arithmetic in unsigned
+types narrower than 64 bits (which may wrap where the rewrite would not).
 """
 
 from __future__ import annotations
@@ -258,6 +259,8 @@ class IndexConverter:
                 p, t = self._convert(node.expr)
                 return p, ctype.promote(t)
             raise NotAffine(f"operator '{node.op}' in an index")
+        if isinstance(node, c_ast.BinaryOp) and node.op == "/":
+            return self._quotient(node)
         if isinstance(node, c_ast.BinaryOp):
             if node.op not in ("+", "-", "*"):
                 raise NotAffine(f"operator '{node.op}' in an index")
@@ -287,6 +290,26 @@ class IndexConverter:
                 raise NotAffine(f"narrowing cast to {target.spelling} in an index")
             return _modular(p, target), ctype.strip_qualifiers(target)
         raise NotAffine(f"{_describe(node)} in an index")
+
+    def _quotient(self, node: c_ast.BinaryOp) -> tuple[Poly, Scalar]:
+        """`s / d` for an invariant s (a name or member chain, not a loop variable) and a
+        positive integer constant d: a value of its own, `(s / d)`, which the call site computes
+        as the original does (a byte stride in elements, `is1_n / 8`: canon_views.py)."""
+        if not (isinstance(node.right, c_ast.Constant) and isinstance(
+                node.left, (c_ast.ID, c_ast.StructRef)) or is_deref(node.left)):
+            raise NotAffine("operator '/' in an index")
+        left, lt = self._convert(node.left)
+        right, rt = self._convert(node.right)
+        d = right.const_value()
+        if left.symbols() & self.iterators or d is None or d <= 0:
+            raise NotAffine("operator '/' in an index")
+        t = ctype.usual_conversion(lt, rt)
+        if d == 1:
+            return left, t
+        name = symbol_text(node.left)
+        if left != Poly.symbol(name):
+            raise NotAffine("operator '/' in an index")
+        return Poly.symbol(f"({name} / {d})"), t
 
     def _check_wrap(self, t: Scalar, op: str, value: Poly | None) -> None:
         """Unsigned arithmetic narrower than 64 bits wraps where the rewrite's 64-bit arithmetic
@@ -326,6 +349,8 @@ def symbol_text(node: c_ast.Node) -> str:
     if is_deref(node):
         if isinstance(node, c_ast.ArrayRef):
             index = int_constant(node.subscript)[0]
+            if isinstance(node.name, c_ast.StructRef):     # a member array: `v.strides[0]`
+                return f"({symbol_text(node.name)}[{index}])"
             return f"(*{node.name.name})" if index == 0 else f"({node.name.name}[{index}])"
         return f"(*{node.expr.name})"
     raise NotAffine(f"{_describe(node)} in an index")
@@ -336,16 +361,17 @@ def symbol_root(node: c_ast.Node) -> str:
     while isinstance(node, c_ast.StructRef):
         node = node.name
     if isinstance(node, c_ast.ArrayRef):
-        return node.name.name
+        return symbol_root(node.name)
     return node.expr.name if is_deref(node) else node.name
 
 
 def is_deref(node: c_ast.Node) -> bool:
     """`*p` for a named pointer (f2c passes every scalar by address), or `p[c]` for an integer
     constant c: one value read from a named array or pointer (a zero point `zp[0]`, a size
-    `dims[1]`), the same for every iteration of a nest that does not store to it."""
+    `dims[1]`, a member array's `v.strides[0]`), the same for every iteration of a nest that
+    does not store to it."""
     if isinstance(node, c_ast.ArrayRef):
-        if not (isinstance(node.name, c_ast.ID) and isinstance(node.subscript, c_ast.Constant)):
+        if not (_member_chain(node.name) and isinstance(node.subscript, c_ast.Constant)):
             return False
         if node.subscript.type in ("char", "string", "float", "double", "long double"):
             return False
@@ -354,6 +380,13 @@ def is_deref(node: c_ast.Node) -> bool:
         except ValueError:
             return False
     return isinstance(node, c_ast.UnaryOp) and node.op == "*" and isinstance(node.expr, c_ast.ID)
+
+
+def _member_chain(node: c_ast.Node) -> bool:
+    """A name, or members of a name (`v.strides`, `p->dims`)."""
+    while isinstance(node, c_ast.StructRef) and isinstance(node.field, c_ast.ID):
+        node = node.name
+    return isinstance(node, c_ast.ID)
 
 
 def _describe(node: c_ast.Node) -> str:

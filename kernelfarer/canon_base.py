@@ -41,6 +41,11 @@ class Canonical:
     side: list[Side] = field(default_factory=list)   # statements split off (fission)
     inductions: set[str] = field(default_factory=set)  # variables the nest steps, read as closed
                                                        # forms (a final for those from outside)
+    views: dict[str, c_ast.Typename] = field(default_factory=dict)  # pointers the nest reads
+                                                       # through a cast: the cast's type
+                                                       # (canon_views.py)
+    unapplied: list[str] = field(default_factory=list)  # why a transform that matched part of
+                                                       # the nest left it (for a refusal)
     reordered: list[str] = field(default_factory=list)  # why the canonical loops visit the
                                                         # elements in another order (a loop
                                                         # counted up, a nest de-tiled)

@@ -22,8 +22,8 @@ from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
 from kernelfarer.canon_base import (
-    Canonical, Context, assigned_names, clone, compound, has_continue, is_var, items_of, loop_vars,
-    names_in, side_effect_free, sum_of, terms_of, walk)
+    Canonical, Context, assigned_names, clone, compound, has_continue, is_var, items_of, jumps,
+    loop_vars, names_in, replace_ids, side_effect_free, sum_of, terms_of, walk)
 
 _GEN = c_generator.CGenerator()
 
@@ -318,3 +318,95 @@ def pointers_of_the_nest(node: c_ast.For, canon: Canonical, context: Context) ->
             canon.dead.add(name)
             canon.steps.append(f"'{name}', set first where the nest reads it, as a pointer of "
                                "the nest's own")
+
+
+def merged_steps(node: c_ast.For, canon: Canonical, context: Context, earlier=()) -> None:
+    """NumPy's byte-strided loops step a pointer twice in one block, the second time after
+    statements that do not mention it (`ip2 -= ib2_n; op += os_p; ip2 += is2_p;`), and step it
+    back by a length computed before the nest (`ib2_n = is2_n * dn;` among `earlier`).  The two
+    steps become one, where the second was (`ip2 += -ib2_n + is2_p;`: nothing between reads the
+    pointer or changes what the first step added), and a length set before the nest from plain
+    values, of the same type, that neither it nor they change, is read as that value
+    (`ip1 -= is1_n * dn;`): the induction pass can then see the steps cancel.  The two amounts
+    are added in 64 bits (`_wide`)."""
+    from kernelfarer.canon_loops import _step_amount, entry_init, _plain_value, _start_value
+    stored = assigned_names(node)
+    changed = False
+    for step, name, amount in _pointer_steps(node, context):
+        for used in sorted(names_in(amount) - stored):
+            init = entry_init(used, earlier, context)
+            value = _start_value(init, used) if init is not None else None
+            if value is None or not _plain_value(value) or names_in(value) & stored or \
+                    used in context.addressed or not _same_scalar(c_ast.ID(used), value,
+                                                                  context):
+                continue
+            step.rvalue = replace_ids(step.rvalue, used, clone(value))
+            changed = True
+    for block in [n for n in walk(node) if isinstance(n, c_ast.Compound)]:
+        items = block.block_items or []
+        at = 0
+        while at < len(items):
+            first = items[at]
+            found = _stepped_pointer(first, context)
+            later = None
+            if found is not None:
+                name, amount = found
+                later = next((j for j in range(at + 1, len(items))
+                              if name in names_in(items[j])), None)
+            if later is None or _stepped_pointer(items[later], context) is None or \
+                    _stepped_pointer(items[later], context)[0] != name or \
+                    names_in(amount) & assigned_names(compound(items[at + 1:later])) or \
+                    jumps(compound(items[at:later + 1])):
+                at += 1
+                continue
+            second = _step_amount(items[later], name)
+            items[later] = c_ast.Assignment("+=", c_ast.ID(name), c_ast.BinaryOp(
+                "+", _wide(amount, context), _wide(second, context)), coord=items[later].coord)
+            del items[at]
+            changed = True
+    if changed:
+        canon.steps.append("steps of a pointer in one block merged, lengths set before the "
+                           "nest read as their values")
+
+
+def _pointer_steps(node: c_ast.Node, context: Context):
+    """(statement, pointer, amount) of each `p += n` / `p -= n` of `node` (`_stepped_pointer`)."""
+    for n in walk(node):
+        found = _stepped_pointer(n, context)
+        if found is not None and isinstance(n, c_ast.Assignment):
+            yield n, found[0], found[1]
+
+
+def _stepped_pointer(stmt: c_ast.Node, context: Context):
+    """(pointer, amount) of `p += n;` or `p -= n;` for a local pointer p and an integer amount
+    without side effects; else None."""
+    from kernelfarer.canon_loops import _arith_type, _pointer_type, _step_amount
+    if not (isinstance(stmt, c_ast.Assignment) and stmt.op in ("+=", "-=") and
+            isinstance(stmt.lvalue, c_ast.ID)):
+        return None
+    name = stmt.lvalue.name
+    decl = context.scope.lookup(name)
+    if decl is None or context.scope.is_global(decl) or name in context.addressed or \
+            _pointer_type(stmt.lvalue, context.scope) is None or \
+            not side_effect_free(stmt.rvalue, context.functions):
+        return None
+    if _arith_type(stmt.rvalue, context.scope) is None:
+        return None
+    return name, _step_amount(stmt, name)
+
+
+def _wide(amount: c_ast.Node, context: Context) -> c_ast.Node:
+    """A copy of a step's amount, converted to long where it is narrower: a sum of two steps
+    then overflows only where the original's pointers would leave any object."""
+    from kernelfarer.canon_loops import _arith_type
+    if _arith_type(amount, context.scope).bits >= 64:
+        return clone(amount)
+    return c_ast.Cast(c_ast.Typename(None, [], None, c_ast.TypeDecl(
+        None, [], None, c_ast.IdentifierType(["long"]))), clone(amount))
+
+
+def _same_scalar(a: c_ast.Node, b: c_ast.Node, context: Context) -> bool:
+    from kernelfarer.canon_loops import _arith_type
+    ta, tb = _arith_type(a, context.scope), _arith_type(b, context.scope)
+    return ta is not None and tb is not None and \
+        (ta.kind, ta.bits, ta.signed) == (tb.kind, tb.bits, tb.signed)

@@ -253,6 +253,18 @@ def _definition(stmt: c_ast.Node, scope: Scope) -> tuple[str, c_ast.Node, bool] 
 
 def substitute_blocks(node: c_ast.For, canon: Canonical, context: Context,
                        nest_vars: set[str]) -> None:
+    """Scalar temporaries substituted forward (canonical.py), block by block from the outermost
+    loop's; again while that substitutes more: an inner loop's definitions gone, a block can take
+    its own definition of the same name (Cython's `__pyx_t_13 = __pyx_v_j;` in the k loop, `=
+    __pyx_v_i;` after it)."""
+    for _ in range(4):
+        if not _substitute_blocks(node, canon, context, nest_vars):
+            return
+
+
+def _substitute_blocks(node: c_ast.For, canon: Canonical, context: Context,
+                       nest_vars: set[str]) -> bool:
+    changed = False
     scope = context.scope.snapshot()
     for loop in nest_loops(node):
         if isinstance(loop.init, c_ast.DeclList):
@@ -264,6 +276,8 @@ def substitute_blocks(node: c_ast.For, canon: Canonical, context: Context,
         out = _substitute(items, loop, canon, context, scope, nest_vars, assigned_in_nest)
         if out is not None:
             loop.stmt = compound(out, loop.stmt)
+            changed = True
+    return changed
 
 
 def _substitute(items: list[c_ast.Node], loop: c_ast.For, canon: Canonical, context: Context,

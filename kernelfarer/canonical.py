@@ -21,7 +21,10 @@ is never changed, and the fallback path runs the user's own text anyway):
   loop's count of steps (stepped back after an inner loop: the inner loop's steps summed into
   that step); one set last in a loop body for the next iteration is set first, from the
   counter one step back;
-- pointer subscripts `*(C + i*ldc + j)` become `C[i*ldc + j]`;
+- pointer subscripts `*(C + i*ldc + j)` become `C[i*ldc + j]`; a pointer to void or characters
+  read only through casts to one type, `((float *)C_1)[e]`, `*(double *)(ip1 + n*is1_n)`, is an
+  array of that type, byte offsets divided by its size (canon_views.py); a pointer stepped twice
+  in one block takes one step, and a step back by a length set before the nest reads its value;
 - counted loops are normalised: `v != hi` to `v < hi` (with a run-time check that lo <= hi),
   decrementing loops to incrementing ones over the same values (the original's final value of
   the variable is kept for after the fast path);
@@ -58,8 +61,9 @@ from kernelfarer.canon_loops import (
     memsets_to_loops, normalize_loops, pointer_subscripts, reroll_blocks, strip_labels,
     walk_blocks, while_to_for, min_functions, do_whiles_as_whiles, entry_inits, for_resets_first)
 from kernelfarer.canon_calls import inline_accessor_calls, inline_dot_calls
-from kernelfarer.canon_pointers import pointer_bounded_loops, pointers_of_the_nest
+from kernelfarer.canon_pointers import merged_steps, pointer_bounded_loops, pointers_of_the_nest
 from kernelfarer.canon_sums import narrow_wide_sums
+from kernelfarer.canon_views import cast_views
 from kernelfarer.canon_tiles import detile_offsets, untile_accumulators, untile_scalars
 from kernelfarer.canon_values import (
     drop_zero_skips, split_side_statements, substitute_blocks, substitute_pointers,
@@ -104,11 +108,13 @@ def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | Non
     count_up_fors(node, canon, context)
     for_resets_first(node, canon, context)
     node = strip_labels(node, context)
+    merged_steps(node, canon, context, earlier)
     induction_variables(node, canon, context)
     before_text = _GEN.visit(node)
     node = pointer_subscripts(node, context.scope)
     if _GEN.visit(node) != before_text:
         canon.steps.append("pointer subscripts *(p + i) as p[i]")
+    node = cast_views(node, canon, context, final=False)
     nest_vars = loop_vars(node)
     normalize_loops(node, canon, nest_vars, context.scope)
     untile_scalars(node, canon, context)
@@ -118,10 +124,15 @@ def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | Non
     if reroll_blocks(node, canon, context):
         induction_variables(node, canon, context)       # (the remainder's steps)
         node = pointer_subscripts(node, context.scope)
+        node = cast_views(node, canon, context, final=False)
     unswitch_beta(node, canon)
     drop_zero_skips(node, canon)
     substitute_pointers(node, canon, context)
     substitute_blocks(node, canon, context, loop_vars(node))
+    viewed = len(canon.views)
+    node = cast_views(node, canon, context)
+    if len(canon.views) > viewed:
+        substitute_blocks(node, canon, context, loop_vars(node))
     narrow_wide_sums(node, canon, context)
     if memsets_to_loops(node, canon, context):
         substitute_pointers(node, canon, context)      # a row pointer memset was given

@@ -241,6 +241,7 @@ class Scope:
         self._frames: list[dict[str, c_ast.Decl]] = [{}]
         self._type_frames: list[dict[str, c_ast.Node]] = [{}]   # block-scope typedefs
         self._params: set[int] = set()
+        self._members: dict[str, CType] = {}   # member chains read as another type (`view`)
 
     @property
     def typedefs(self) -> Mapping[str, c_ast.Node]:
@@ -293,7 +294,13 @@ class Scope:
         copy._frames = [dict(f) for f in self._frames]
         copy._type_frames = [dict(f) for f in self._type_frames]
         copy._params = self._params
+        copy._members = dict(self._members)
         return copy
+
+    def view(self, member: str, t: CType) -> None:
+        """Take the member chain `member` (`v.data`, `p->buf`) as having type `t` (a pointer
+        the nest reads only through casts to one type: canon_views.py)."""
+        self._members[member] = t
 
     def type_of(self, name: str) -> CType | None:
         decl = self.lookup(name)
@@ -318,8 +325,20 @@ class Scope:
             base = self.type_of_expr(node.expr if isinstance(node, c_ast.UnaryOp) else node.name)
             return None if base is None else element(base)
         if isinstance(node, c_ast.StructRef) and isinstance(node.field, c_ast.ID):
+            if self._members and _chain_text(node) in self._members:
+                return self._members[_chain_text(node)]
             base = self.type_of_expr(node.name)
             if base is None:
                 return None
             return member_type(base, node.field.name, node.type == "->", self.typedefs)
         return None
+
+
+def _chain_text(node: c_ast.Node) -> str | None:
+    """`v.data`, `p->a.b`: the text of a member chain of a name (None for anything else)."""
+    if isinstance(node, c_ast.ID):
+        return node.name
+    if isinstance(node, c_ast.StructRef) and isinstance(node.field, c_ast.ID):
+        inner = _chain_text(node.name)
+        return None if inner is None else f"{inner}{node.type}{node.field.name}"
+    return None

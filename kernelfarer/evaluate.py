@@ -94,7 +94,7 @@ class Evaluator:
         if isinstance(node, c_ast.StructRef):
             return self._scalar_param(node)
         if is_deref(node) and not (self.c_access is not None and isinstance(node, c_ast.ArrayRef)
-                                   and node.name.name == self.c_access.array):
+                                   and symbol_text(node.name) == self.c_access.array):
             return self._scalar_param(node)        # `*p`, `p[0]`: one value, not a matrix
         if isinstance(node, c_ast.ArrayRef):
             acc = flatten_access(node, self.scope, self.conv, self.aliases)

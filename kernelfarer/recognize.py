@@ -20,9 +20,9 @@ from kernelfarer import ctype
 from kernelfarer.access import Access, flatten_access, row_stride_symbol
 from kernelfarer.affine import (IndexConverter, NotAffine, Poly, c_literal, is_deref, symbol_root,
                                 symbol_text)
-from kernelfarer.canon_base import assigned_names, computes_value, names_in, walk
+from kernelfarer.canon_base import assigned_names, clone, computes_value, names_in, walk
 from kernelfarer.canonical import Canonical
-from kernelfarer.ctype import DOUBLE, FLOAT, Scalar, Scope
+from kernelfarer.ctype import DOUBLE, FLOAT, Pointer, Scalar, Scope
 from kernelfarer.diagnostics import SourceLocation
 from kernelfarer.epilogue import (PURE_FUNCTIONS, SUM_COPY_ELEMENT, epilogue_form, fusion_form,
                                   plain_statements)
@@ -67,6 +67,13 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
                       "of its locals a longjmp leaves changed depends on how it is compiled")
     _check_pointer_inits(outer)
     scope = scope.snapshot()
+    if canon.views:             # pointers read through a cast, as arrays of its type
+        scope.push()
+        for name, typename in sorted(canon.views.items()):
+            if name.isidentifier():
+                scope.declare(_view_declaration(name, typename, scope))
+            else:               # a member chain (`v.data`)
+                scope.view(name, ctype.resolve(typename.type, scope.typedefs))
     nest = parse_nest(outer, scope)
     iterators = [lp.var for lp in nest.loops]
     conv = IndexConverter(scope, iterators)
@@ -175,8 +182,25 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
 
     # Roles: C's unit-stride variable is n (columns); the other is m.
     unit = [v for v in c_vars if c_coeffs[v] == Poly.const(1)]
+    unit_guards: list[Guard] = []
     if not unit:
-        raise NotGemm(f"the result '{c_access.array}' has no unit-stride dimension")
+        # a stride that is a value of its own (`C[i*rsc + j*csc]`, NumPy's `os_p` in elements)
+        # is taken as 1, checked at run time: the inner loop's, where both are
+        strides = [v for v in c_vars if len(c_coeffs[v].terms) == 1 and
+                   c_coeffs[v].terms[0][1] == 1 and len(c_coeffs[v].terms[0][0]) == 1 and
+                   not c_coeffs[v].symbols() & set(iterators)]
+        if not strides:
+            raise NotGemm(f"the result '{c_access.array}' has no unit-stride dimension")
+        stride, = c_coeffs[strides[-1]].symbols()
+        unit_guards.append(Guard(f"{c_coeffs[strides[-1]].to_c()} == 1",
+                                 f"'{c_access.array}' is contiguous along {strides[-1]} "
+                                 f"(its stride {stride} is 1)"))
+        one = {stride: Poly.const(1)}
+        c_access = replace(c_access, index=c_access.index.substitute_all(one))
+        first = replace(first, index=first.index.substitute_all(one))
+        second = replace(second, index=second.index.substitute_all(one))
+        c_coeffs, _ = c_access.index.split(iterators)
+        unit = [strides[-1]]
     n_var = unit[-1] if len(unit) == 2 else unit[0]
     m_var = next(v for v in c_vars if v != n_var)
     a_acc, b_acc = _assign_roles(first, second, m_var, n_var, k_var, iterators)
@@ -211,6 +235,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
                                          for v in (m_var, n_var, k_var)]
     guards += bound_guards(nest)
     guards += [Guard(expr, why) for expr, why in canon.guards]
+    guards += unit_guards
 
     def operand(acc: Access, rows: str, cols: str, writable: bool,
                 element: str = "") -> tuple[Operand, Poly, Poly]:
@@ -394,6 +419,20 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
 
 
 
+
+
+def _view_declaration(name: str, typename: c_ast.Typename, scope: Scope) -> c_ast.Decl:
+    """`T *name` for a pointer the nest reads through `(T *)` (canon_views.py), restrict where
+    the pointer is."""
+    declared = clone(typename.type)
+    inner = declared
+    while not isinstance(inner, c_ast.TypeDecl):
+        inner = inner.type
+    inner.declname = name
+    t = scope.type_of(name)
+    if isinstance(t, Pointer) and t.restrict and isinstance(declared, c_ast.PtrDecl):
+        declared.quals = [*(declared.quals or []), "restrict"]
+    return c_ast.Decl(name, [], [], [], [], declared, None, None)
 
 
 def _find_store(nest: LoopNest, scope: Scope, conv: IndexConverter, aliases: dict,

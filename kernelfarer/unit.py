@@ -288,6 +288,8 @@ class _Walker:
             # Every nest of three or more loops gets a line; so does every outermost loop.
             if depth == 0 or _depth(node) >= 3:
                 reason = str(exc)
+                if canon is not None and canon.unapplied:
+                    reason += f" ({'; '.join(canon.unapplied)})"
                 what = kind_of(canon.node if canon is not None else node)
                 if what and what not in reason:
                     reason += f" (this is {what})"

@@ -43,7 +43,7 @@ def _index(name: str, row: str, col: str, major: str, ld: str, shape: str, flat:
 
 FAMILIES = ("hoist", "pointer", "down", "not-equal", "while", "label", "unroll", "zero-skip",
             "mult-temp", "names", "id-call", "count-down", "memset", "scalar-tile", "hand-tile",
-            "accessor", "pointer-bound")
+            "accessor", "pointer-bound", "cast-view")
 NEAR_MISSES = ("triangular", "inplace", "matvec", "call", "minplus", "indirect", "two-stores",
                "shifted-read", "guard", "idx-redef", "bad-remainder", "helper")
 
@@ -92,6 +92,9 @@ def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case
             (majors["A"], majors["B"]) == ("c", "r"):
         family.discard("pointer-bound")
 
+    if not flat or near_miss or family & {"pointer", "accessor", "memset", "pointer-bound"}:
+        family.discard("cast-view")      # (each matrix read only through its cast)
+
     lds = {"A": "lda", "B": "ldb", "C": "ldc"}
     decl = {}
     for m in "ABC":
@@ -99,10 +102,16 @@ def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case
     i, j, k = "i", "j", "k"
     sizes = ("kf_m", "kf_n", "kf_k") if "names" in family else ("M", "N", "K")
 
+    views = {m: rng.choice(("void", "bytes")) for m in "ABC"}
+
     def ref(m: str, r: str, c: str) -> str:
         text = _index(m, r, c, majors[m], lds[m], shapes[m], flat)
         if "pointer" in family:
             return f"*({m} + {text[len(m) + 1:-1]})"
+        if "cast-view" in family:        # a void * or char * copy of the matrix, cast back
+            if views[m] == "void":
+                return f"(({dtype} *)kf_v{m})[{text[len(m) + 1:-1]}]"
+            return f"*({dtype} *)(kf_b{m} + ({text[len(m) + 1:-1]}) * sizeof({dtype}))"
         return text
 
     a = ref("A", i, k)
@@ -118,7 +127,7 @@ def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case
             options = [o for o in options if o not in ("idx-redef", "bad-remainder", "helper")]
         miss = rng.choice(options)
         family -= {"zero-skip", "unroll", "mult-temp", "count-down", "memset", "scalar-tile",
-                   "hand-tile", "accessor", "pointer-bound"}
+                   "hand-tile", "accessor", "pointer-bound", "cast-view"}
     kind = (f"{dtype} {order} {'flat' if flat else '2d'} A{majors['A']} B{majors['B']} "
             f"C{majors['C']} {form}" + "".join(f" +{f}" for f in sorted(family))
             + (f" near-miss:{miss}" if miss else ""))
@@ -325,11 +334,14 @@ def make_case(rng: random.Random, name: str, *, near_miss: bool = False) -> Case
             nest = (f"        {{\n        memset(&{row}, 0, sizeof({dtype}) * {bounds['j']});\n"
                     f"{nest}        }}\n")
         lines.append(outermost(outer1, nest))
+    copies = "".join(f"    void *kf_v{m} = {m};\n" if views[m] == "void" else
+                     f"    char *kf_b{m} = (char *){m};\n" for m in "ABC") \
+        if "cast-view" in family else ""
     signature = (f"void {name}(int {sizes[0]}, int {sizes[1]}, int {sizes[2]}, int lda, int ldb, "
                  f"int ldc, {dtype} alpha, {dtype} beta, {decl['A']}, {decl['B']}, {decl['C']})")
     source = (f"{signature}\n{{\n    (void){sizes[0]}; (void){sizes[1]}; (void){sizes[2]}; "
               "(void)lda; (void)ldb; (void)ldc;\n"
-              f"    (void)alpha; (void)beta;\n{''.join(lines)}}}\n")
+              f"    (void)alpha; (void)beta;\n{copies}{''.join(lines)}}}\n")
     return Case(name=name, dtype=dtype, source=source, gemm=not near_miss,
                 overwrites_c=overwrites and not near_miss, kind=kind)
 

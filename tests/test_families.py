@@ -565,6 +565,25 @@ void beside(int m, int n, int kk, const float *A, const float *B, float *C, cons
 }
 """
 
+# A pointer stepped twice in one iteration, nothing reading it between: one step of 2N (B's
+# every other row).
+STEPPED_TWICE = """
+void stepped_twice(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            const float *bp = B + j;
+            float s = 0;
+            for (int k = 0; k < K; k++) {
+                s += A[i * K + k] * *bp;
+                bp += N;
+                bp += N;
+            }
+            C[i * N + j] = s;
+        }
+}
+"""
+
 ROWWISE = """
 void rowwise(int n, const float *A, const float *B, float *C, float *rowmax)
 {
@@ -694,6 +713,10 @@ FAMILIES = {
                              "const float *, float *);", "float",
         lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", k, n), ("T*", m, n),
                          ("T*", m, n), ("T*", 1, m)]),
+    "stepped_twice": (STEPPED_TWICE, "void stepped_twice(int, int, int, const float *, "
+                      "const float *, float *);", "float",
+                      lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", 2 * k, n),
+                                       ("T*", m, n)]),
     "zero_skip_by_continue": (ZERO_SKIP_CONTINUE, "void skip_continue(int, int, int, "
                               "const double *, const double *, double *);", "double", _plain),
     "zero_skip_by_continue_not": (ZERO_SKIP_CONTINUE_NOT, "void skip_not(int, int, int, "
@@ -959,21 +982,6 @@ void f(int M, int N, int K, const float *A, const float *B, float *C)
             C[ic++] = s;
         }
 }""", "depends on"),
-    "a pointer stepped twice in one iteration": ("""
-void f(int M, int N, int K, const float *A, const float *B, float *C)
-{
-    for (int i = 0; i < M; i++)
-        for (int j = 0; j < N; j++) {
-            const float *bp = B + j;
-            float s = 0;
-            for (int k = 0; k < K; k++) {
-                s += A[i * K + k] * *bp;
-                bp += N;
-                bp += N;
-            }
-            C[i * N + j] = s;
-        }
-}""", "is assigned in the loop nest"),
     "a stepped pointer read after its loop": ("""
 void f(int M, int N, int K, const float *A, const float *B, float *C)
 {
