@@ -44,6 +44,10 @@ class Canonical:
     views: dict[str, c_ast.Typename] = field(default_factory=dict)  # pointers the nest reads
                                                        # through a cast: the cast's type
                                                        # (canon_views.py)
+    index_checks: list[tuple] = field(default_factory=list)  # (index, its range or None, the
+                                                       # loops' counters then): every index in
+                                                       # 0 .. range - 1 (checked at run time:
+                                                       # canon_checks.py)
     unapplied: list[str] = field(default_factory=list)  # why a transform that matched part of
                                                        # the nest left it (for a refusal)
     reordered: list[str] = field(default_factory=list)  # why the canonical loops visit the

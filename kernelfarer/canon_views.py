@@ -22,9 +22,11 @@ import math
 from pycparser import c_ast, c_generator
 
 from kernelfarer import ctype
-from kernelfarer.affine import IndexConverter, NotAffine, Poly, symbol_text
-from kernelfarer.canon_base import Canonical, Context, clone, loop_vars, map_children, sum_of, walk
+from kernelfarer.affine import IndexConverter, NotAffine, symbol_text
+from kernelfarer.canon_base import (
+    Canonical, Context, assigned_names, clone, loop_vars, map_children, names_in, sum_of, walk)
 from kernelfarer.canon_loops import _pointer_type
+from kernelfarer.ctype import Scope
 
 _GEN = c_generator.CGenerator()
 
@@ -42,8 +44,10 @@ def cast_views(node: c_ast.For, canon: Canonical, context: Context,
     if not found:
         return node
     counters = loop_vars(node)
+    stored = assigned_names(node) - counters
     notes = canon.unapplied if final else []
     changes: dict[int, c_ast.Node] = {}
+    views_taken: list[str] = []
     for name, views in sorted(found.items()):
         elems = sorted({e.spelling for _, _, e, _, _ in views})
         base, elem = views[0][1], views[0][2]
@@ -60,6 +64,11 @@ def cast_views(node: c_ast.For, canon: Canonical, context: Context,
         guards: list[tuple[str, str]] = []
         done: dict[int, c_ast.Node] = {}
         for view, _, _, _, offset in views:
+            changing = sorted(names_in(offset) & stored)
+            if changing:
+                notes.append(f"'{name}' is read at the byte offset {_GEN.visit(offset)}, which "
+                             f"reads '{changing[0]}', set in the nest")
+                break
             index = _elements(offset, elem, counters, context, guards)
             if index is None:
                 notes.append(f"'{name}' is read at the byte offset "
@@ -84,16 +93,37 @@ def cast_views(node: c_ast.For, canon: Canonical, context: Context,
                 writable = next((c for _, _, _, c, _ in views if "const" not in _quals(c)),
                                 views[0][3])
                 canon.views[name] = writable
+                views_taken.append(name)
             canon.steps.append(f"'{name}' read through ({_GEN.visit(views[0][3])}) as an array "
                                f"of {elem.spelling}" + (" (offsets in bytes)" if retyped else ""))
     if not changes:
         return node
+    # the later passes (temporaries: `const double b = B_1[k];`) know the pointers' new types
+    declare_views(context.scope, {name: canon.views[name] for name in views_taken})
 
     def change(n: c_ast.Node) -> c_ast.Node:
         if id(n) in changes:
             return changes[id(n)]
         return map_children(n, change)
     return change(node)
+
+
+def declare_views(scope: Scope, views: dict[str, c_ast.Typename]) -> None:
+    """Each pointer of `views` as the type it is read through: a declaration `T *name` (restrict
+    where the pointer is) in the scope's innermost block, or the member chain's type."""
+    for name, typename in sorted(views.items()):
+        if not name.isidentifier():             # a member chain (`v.data`)
+            scope.view(name, ctype.resolve(typename.type, scope.typedefs))
+            continue
+        declared = clone(typename.type)
+        inner = declared
+        while not isinstance(inner, c_ast.TypeDecl):
+            inner = inner.type
+        inner.declname = name
+        t = scope.type_of(name)
+        if isinstance(t, ctype.Pointer) and t.restrict and isinstance(declared, c_ast.PtrDecl):
+            declared.quals = [*(declared.quals or []), "restrict"]
+        scope.declare(c_ast.Decl(name, [], [], [], [], declared, None, None))
 
 
 def _text(node: c_ast.Node) -> str | None:

@@ -36,7 +36,8 @@ is never changed, and the fallback path runs the user's own text anyway):
   from the iteration's start; so are CMSIS-DSP's count-down loops over n / 4 and n % 4;
 - scalar temporaries (hoisted operands, index temporaries, `mult`-style products, f2c's bound
   temporaries) are substituted forward where their definitions dominate their uses and nothing
-  redefines their inputs;
+  redefines their inputs; Cython's index checks become one run-time check that every index is
+  in its range (canon_checks.py);
 - int8 products summed in an int64 are summed in int32 (canon_sums.py, behind a check on K);
 - a zero-skip guard `if (b[l][j] != 0) {...}` is dropped (exact for integers; for floating point
   the recognizer adds a run-time check that what the skipped products multiply is finite);
@@ -63,6 +64,7 @@ from kernelfarer.canon_loops import (
 from kernelfarer.canon_calls import inline_accessor_calls, inline_dot_calls
 from kernelfarer.canon_pointers import merged_steps, pointer_bounded_loops, pointers_of_the_nest
 from kernelfarer.canon_sums import narrow_wide_sums
+from kernelfarer.canon_checks import index_checks, index_checks_collected
 from kernelfarer.canon_views import cast_views
 from kernelfarer.canon_tiles import detile_offsets, untile_accumulators, untile_scalars
 from kernelfarer.canon_values import (
@@ -128,7 +130,9 @@ def canonicalize(root: c_ast.Node, context: Context, *, before: c_ast.Node | Non
     unswitch_beta(node, canon)
     drop_zero_skips(node, canon)
     substitute_pointers(node, canon, context)
+    index_checks(node, canon, context)
     substitute_blocks(node, canon, context, loop_vars(node))
+    index_checks_collected(node, canon)
     viewed = len(canon.views)
     node = cast_views(node, canon, context)
     if len(canon.views) > viewed:

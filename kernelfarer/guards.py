@@ -7,14 +7,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pycparser import c_ast
+from pycparser import c_ast, c_generator
 
 from kernelfarer.access import Access
+from kernelfarer.canon_base import names_in
 from kernelfarer.affine import IndexConverter, NotAffine, Poly, is_deref, symbol_text
 from kernelfarer.ctype import Scalar, Scope
 from kernelfarer.nest import LoopNest, NotGemm
 from kernelfarer.spec import SIZE_NAMES, Guard
 from kernelfarer.targets import DType
+
+_GEN = c_generator.CGenerator()
 
 
 @dataclass(frozen=True)
@@ -142,9 +145,21 @@ def _difference_guards(poly: Poly, bits: int, loops: dict) -> list[Guard]:
     with coefficients of known sign (the names in them checked not negative), it is least and
     largest at two corners of the loops' ranges, each checked at run time."""
     try:
-        coeffs, rest = poly.split([v for v in loops if v in poly.symbols()])
+        low, high, names = _extremes(poly, loops)
     except NotAffine as exc:
         raise NotGemm(f"unsigned index arithmetic may wrap around ({exc})") from None
+    guards = [not_negative(f"(kf_index)({name})", f"'{name}' is not negative")
+              for name in sorted(names)]
+    guards.append(Guard(f"{low.to_c()} >= 0 && {high.to_c()} <= {(1 << bits) - 1}ll",
+                        f"unsigned {bits}-bit index {poly.pretty()} does not wrap"))
+    return guards
+
+
+def _extremes(poly: Poly, loops: dict) -> tuple[Poly, Poly, set[str]]:
+    """The least and largest values of `poly`, affine in the loop variables, over the loops'
+    ranges (at two corners), and the names in its coefficients, whose signs say which corner
+    (they must be checked not negative).  NotAffine where a coefficient's sign is not known."""
+    coeffs, rest = poly.split([v for v in loops if v in poly.symbols()])
     low = high = rest
     names = set()
     for var, coeff in coeffs.items():
@@ -155,12 +170,32 @@ def _difference_guards(poly: Poly, bits: int, loops: dict) -> list[Guard]:
         elif all(c <= 0 for _, c in coeff.terms):
             low, high = low + coeff * last, high + coeff * first
         else:
-            raise NotGemm("unsigned index arithmetic with a negative term may wrap around")
+            raise NotAffine(f"the coefficient {coeff.pretty()} of {var} has no known sign")
         names |= coeff.symbols()
-    guards = [not_negative(f"(kf_index)({name})", f"'{name}' is not negative")
-              for name in sorted(names)]
-    guards.append(Guard(f"{low.to_c()} >= 0 && {high.to_c()} <= {(1 << bits) - 1}ll",
-                        f"unsigned {bits}-bit index {poly.pretty()} does not wrap"))
+    return low, high, names
+
+
+def range_guards(checks, conv: IndexConverter, loops: dict) -> list[Guard]:
+    """Every index an index check of the nest tested (canon_checks.py: index, range or None,
+    the counters then) is in 0 .. range - 1 at every iteration, checked at run time at the
+    corners of the loops' ranges (the nest runs without the checks: where this fails, the
+    original runs and raises its error where it did)."""
+    guards: list[Guard] = []
+    for x, size, counters in checks:
+        if names_in(x) & (counters - set(loops)):
+            raise NotGemm(f"an index check reads '{_GEN.visit(x)}', a loop counter the "
+                          "canonical nest no longer has")
+        try:
+            index = conv.convert(x)
+            low, high, names = _extremes(index, loops)
+            bound = conv.convert(size) if size is not None else None
+        except NotAffine as exc:
+            raise NotGemm(f"an index check of '{_GEN.visit(x)}': {exc}") from None
+        guards += [not_negative(f"(kf_index)({name})", f"'{name}' is not negative")
+                   for name in sorted(names)]
+        text = f"{low.to_c()} >= 0" + (f" && {high.to_c()} < {bound.to_c()}" if bound else "")
+        guards.append(Guard(text, f"the index {index.pretty()} is in range (an index check "
+                                  "of the nest)"))
     return guards
 
 

@@ -20,17 +20,18 @@ from kernelfarer import ctype
 from kernelfarer.access import Access, flatten_access, row_stride_symbol
 from kernelfarer.affine import (IndexConverter, NotAffine, Poly, c_literal, is_deref, symbol_root,
                                 symbol_text)
-from kernelfarer.canon_base import assigned_names, clone, computes_value, names_in, walk
+from kernelfarer.canon_base import assigned_names, computes_value, names_in, walk
+from kernelfarer.canon_views import declare_views
 from kernelfarer.canonical import Canonical
-from kernelfarer.ctype import DOUBLE, FLOAT, Pointer, Scalar, Scope
+from kernelfarer.ctype import DOUBLE, FLOAT, Scalar, Scope
 from kernelfarer.diagnostics import SourceLocation
 from kernelfarer.epilogue import (PURE_FUNCTIONS, SUM_COPY_ELEMENT, epilogue_form, fusion_form,
                                   plain_statements)
 from kernelfarer.evaluate import ZERO, Evaluator, Lin, _one_line, lin_add
 from kernelfarer.fission import around_form, around_guards, side_statement
 from kernelfarer.guards import (FunctionFacts, alias_guards, bound_guards, memory_symbols,
-                                not_negative, row_tables, scalar_alias_guards, simplify_guards,
-                                wrap_guards)
+                                not_negative, range_guards, row_tables, scalar_alias_guards,
+                                simplify_guards, wrap_guards)
 from kernelfarer.model import AccessModel, StatementModel, build_model
 from kernelfarer.nest import LoopNest, NotGemm, parse_nest
 from kernelfarer.spec import SIZE_NAMES, CInit, Conversion, GemmSpec, Guard, Operand
@@ -69,11 +70,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     scope = scope.snapshot()
     if canon.views:             # pointers read through a cast, as arrays of its type
         scope.push()
-        for name, typename in sorted(canon.views.items()):
-            if name.isidentifier():
-                scope.declare(_view_declaration(name, typename, scope))
-            else:               # a member chain (`v.data`)
-                scope.view(name, ctype.resolve(typename.type, scope.typedefs))
+        declare_views(scope, canon.views)
     nest = parse_nest(outer, scope)
     iterators = [lp.var for lp in nest.loops]
     conv = IndexConverter(scope, iterators)
@@ -236,6 +233,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     guards += bound_guards(nest)
     guards += [Guard(expr, why) for expr, why in canon.guards]
     guards += unit_guards
+    guards += range_guards(canon.index_checks, conv, loops)
 
     def operand(acc: Access, rows: str, cols: str, writable: bool,
                 element: str = "") -> tuple[Operand, Poly, Poly]:
@@ -419,20 +417,6 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
 
 
 
-
-
-def _view_declaration(name: str, typename: c_ast.Typename, scope: Scope) -> c_ast.Decl:
-    """`T *name` for a pointer the nest reads through `(T *)` (canon_views.py), restrict where
-    the pointer is."""
-    declared = clone(typename.type)
-    inner = declared
-    while not isinstance(inner, c_ast.TypeDecl):
-        inner = inner.type
-    inner.declname = name
-    t = scope.type_of(name)
-    if isinstance(t, Pointer) and t.restrict and isinstance(declared, c_ast.PtrDecl):
-        declared.quals = [*(declared.quals or []), "restrict"]
-    return c_ast.Decl(name, [], [], [], [], declared, None, None)
 
 
 def _find_store(nest: LoopNest, scope: Scope, conv: IndexConverter, aliases: dict,

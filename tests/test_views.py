@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import random
 import struct
-import subprocess
 
 import cffi
 import numpy as np
 import pytest
 
-from conftest import TRACE_FLAGS, native_target, small_blocking
+from conftest import native_target
 from kernelfarer.rewrite import RewriteOptions, rewrite_file
 from test_spellings import build_cases, check_case
 
@@ -165,6 +164,61 @@ CYTHON_CONTIGUOUS = _cython("""  Py_ssize_t __pyx_t_1, __pyx_t_2, __pyx_t_3, __p
         *((double *) ( /* dim=1 */ ((char *) (((double *) ( /* dim=0 */ (__pyx_v_C.data + __pyx_t_14 * __pyx_v_C.strides[0]) )) + __pyx_t_15)) )) += ((*((double *) ( /* dim=1 */ ((char *) (((double *) ( /* dim=0 */ (__pyx_v_A.data + __pyx_t_8 * __pyx_v_A.strides[0]) )) + __pyx_t_7)) ))) * (*((double *) ( /* dim=1 */ ((char *) (((double *) ( /* dim=0 */ (__pyx_v_B.data + __pyx_t_12 * __pyx_v_B.strides[0]) )) + __pyx_t_13)) ))));
       }
 """)
+
+
+def _checked(x: str, dim: str, flag: str, mode: str) -> str:
+    """Cython's check of one index (`mode`: both (its default), boundscheck or wraparound
+    alone)."""
+    text = ""
+    if mode == "wraparound":
+        return text + f"        if ({x} < 0) {x} += {dim};\n"
+    inner = (f"          {x} += {dim};\n          if (unlikely({x} < 0)) {flag} = 0;\n"
+             if mode == "both" else f"          {flag} = 0;\n")
+    return text + (f"        if ({x} < 0) {{\n{inner}        }} else if (unlikely({x} >= {dim})) "
+                   f"{flag} = 0;\n")
+
+
+def _raise(flag: str, mode: str) -> str:
+    if mode == "wraparound":
+        return ""
+    return (f"        if (unlikely({flag} != -1)) {{\n          kf_index_error({flag});\n"
+            f"          {{ kf_line = __LINE__; goto __pyx_L1_error; }}\n        }}\n")
+
+
+def _cython_checked(mode: str) -> str:
+    """Cython's strided memoryview product as it is built by default (`mode` both), or with only
+    boundscheck or wraparound on: every index checked before each read and the store, an error
+    leaving the function (here: returning -1, the dimension that failed kept)."""
+    def element(m, x, y, i, j):           # the indices copied, the flag reset, both checked
+        return (f"        {x} = {i};\n        {y} = {j};\n"
+                + ("" if mode == "wraparound" else "        __pyx_t_12 = -1;\n")
+                + _checked(x, f"__pyx_v_{m}.shape[0]", "__pyx_t_12", mode)
+                + _checked(y, f"__pyx_v_{m}.shape[1]", "__pyx_t_12", mode)
+                + _raise("__pyx_t_12", mode))
+    a = element("A", "__pyx_t_10", "__pyx_t_11", "__pyx_v_i", "__pyx_v_k")
+    b = element("B", "__pyx_t_13", "__pyx_t_14", "__pyx_v_k", "__pyx_v_j")
+    c = element("C", "__pyx_t_14", "__pyx_t_13", "__pyx_v_i", "__pyx_v_j").replace(
+        "        ", "      ")
+    body = f"""      __pyx_v_s = 0.0;
+      __pyx_t_7 = __pyx_v_p;
+      __pyx_t_8 = __pyx_t_7;
+      for (__pyx_t_9 = 0; __pyx_t_9 < __pyx_t_8; __pyx_t_9+=1) {{
+        __pyx_v_k = __pyx_t_9;
+{a}{b}        __pyx_v_s = (__pyx_v_s + ((*((double *) ( (( (__pyx_v_A.data + __pyx_t_10 * __pyx_v_A.strides[0]) ) + __pyx_t_11 * __pyx_v_A.strides[1]) ))) * (*((double *) ( (( (__pyx_v_B.data + __pyx_t_13 * __pyx_v_B.strides[0]) ) + __pyx_t_14 * __pyx_v_B.strides[1]) )))));
+      }}
+{c}      *((double *) ( (( (__pyx_v_C.data + __pyx_t_14 * __pyx_v_C.strides[0]) ) + __pyx_t_13 * __pyx_v_C.strides[1]) )) = __pyx_v_s;
+"""
+    decls = """  double __pyx_v_s;
+  Py_ssize_t __pyx_t_1, __pyx_t_2, __pyx_t_3, __pyx_t_4, __pyx_t_5, __pyx_t_6, __pyx_t_7;
+  Py_ssize_t __pyx_t_8, __pyx_t_9, __pyx_t_10, __pyx_t_11, __pyx_t_13, __pyx_t_14;"""
+    if mode == "wraparound":
+        return _cython(decls, body)
+    source = _cython(decls + "\n  int __pyx_t_12 = -1;", body).replace(
+        "  return 0;\n}", "  return 0;\n  __pyx_L1_error:;\n  return -1;\n}")
+    return source.replace("#include <stddef.h>", """#include <stddef.h>
+#define unlikely(x) __builtin_expect(!!(x), 0)
+int kf_failed_dim = -1, kf_line;
+static void kf_index_error(int dim) { kf_failed_dim = dim; }""")
 
 
 def _numpy(t, index="ptrdiff_t"):
@@ -332,17 +386,22 @@ def _slice(ffi, rng, rows, cols, strides, keep):
     return s[0], view
 
 
+def _cython_ffi() -> cffi.FFI:
+    ffi = cffi.FFI()
+    ffi.cdef("typedef struct { void *memview; char *data; long shape[8]; long strides[8]; "
+             "long suboffsets[8]; } __Pyx_memviewslice;"
+             "int cy_matmul(__Pyx_memviewslice, __Pyx_memviewslice, __Pyx_memviewslice);"
+             "extern long kernelfarer_fast_path_calls;")
+    return ffi
+
+
 @pytest.mark.parametrize("name", sorted(CYTHON))
 def test_cython_memoryviews(name, cython_built):
     """Replaced, and equal to the original on C-contiguous, transposed and sliced operands (the
     contiguous spelling's last axis steps by one double by construction, as Cython checks)."""
     result, libs = cython_built[name]
     assert result.replaced == 1, [r.message() for r in result.remarks]
-    ffi = cffi.FFI()
-    ffi.cdef("typedef struct { void *memview; char *data; long shape[8]; long strides[8]; "
-             "long suboffsets[8]; } __Pyx_memviewslice;"
-             "int cy_matmul(__Pyx_memviewslice, __Pyx_memviewslice, __Pyx_memviewslice);"
-             "extern long kernelfarer_fast_path_calls;")
+    ffi = _cython_ffi()
     loaded = [ffi.dlopen(lib) for lib in libs]
     rng = random.Random(name)
     layouts = [(False, False, 1)] + ([] if name == "cython_contiguous" else
@@ -364,6 +423,53 @@ def test_cython_memoryviews(name, cython_built):
                     assert lib.kernelfarer_fast_path_calls > before, f"{m}x{n}x{k}: fell back"
                 outs.append(keep[2].copy())
             assert np.array_equal(outs[0], outs[1]), f"{name} {m}x{n}x{k} {a_t} {b_t}"
+
+
+CHECKED = {f"cython_{mode}": _cython_checked(mode) for mode in ("both", "boundscheck",
+                                                                  "wraparound")}
+
+
+@pytest.fixture(scope="module")
+def checked_built(tmp_path_factory):
+    return build_cases({name: (source, "", "double", None) for name, source in CHECKED.items()},
+                       tmp_path_factory)
+
+
+@pytest.mark.parametrize("name", sorted(CHECKED))
+def test_cython_index_checks(name, checked_built):
+    """Cython's index checks are taken as one run-time check of the indices' ranges: in range,
+    the fast path runs and equals the original; with an operand one row or column short (B, or
+    C), the original runs, fails at the same element with the same dimension, and leaves C as
+    it did (wraparound alone does not check: such calls are out of bounds, and not made)."""
+    result, libs = checked_built[name]
+    assert result.replaced == 1, [r.message() for r in result.remarks]
+    ffi = _cython_ffi()
+    if name != "cython_wraparound":
+        ffi.cdef("extern int kf_failed_dim;")
+    loaded = [ffi.dlopen(lib) for lib in libs]
+    rng = random.Random(name)
+    short = [(0, 0), (1, 0), (0, 1)] if name != "cython_wraparound" else [(0, 0)]
+    for m, n, k in SIZES:
+        for b_short, c_short in short:
+            outs, seed = [], rng.random()
+            for lib in loaded:
+                r = random.Random(seed)
+                keep = []
+                a, _ = _slice(ffi, r, m, k, (8 * k, 8), keep)
+                b, _ = _slice(ffi, r, max(k - b_short, 0), n, (8 * n, 8), keep)
+                c, _ = _slice(ffi, r, m, max(n - c_short, 0), (8 * n, 8), keep)
+                if name != "cython_wraparound":
+                    lib.kf_failed_dim = -1
+                before = lib.kernelfarer_fast_path_calls if lib is loaded[1] else 0
+                ret = lib.cy_matmul(a, b, c)
+                failed = lib.kf_failed_dim if name != "cython_wraparound" else None
+                if lib is loaded[1] and min(m, n, k) > 0:
+                    ran = lib.kernelfarer_fast_path_calls > before
+                    assert ran == ((b_short, c_short) == (0, 0)), f"{m}x{n}x{k}: fast path {ran}"
+                outs.append((ret, failed, keep[2].copy()))
+            (r0, f0, c0), (r1, f1, c1) = outs
+            assert (r0, f0) == (r1, f1) and np.array_equal(c0, c1), \
+                f"{name} {m}x{n}x{k} short {b_short, c_short}"
 
 
 REFUSED = {
@@ -399,13 +505,21 @@ void f(int n, const int *A, const float *B, float *C)
             for (int k = 0; k < n; k++)
                 C[i*n + j] += ((const float *)A)[i*n + k] * B[k*n + j];
 }""", "to void or characters"),
+    "index checks' flag not reset": (
+        _cython_checked("both").replace("        __pyx_t_12 = -1;\n", "", 1),
+        "not set to -1 before it"),
+    "index checks' flag read elsewhere": (
+        _cython_checked("both").replace("      *((double *)",
+                                        "      __pyx_v_s += __pyx_t_12;\n      *((double *)", 1),
+        "read elsewhere in the nest"),
 }
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_cast_view_near_miss_is_refused(tmp_path, name):
     """Read otherwise than through one cast, in bytes that are no whole element, or punned from
-    another arithmetic type: not replaced, with a reason."""
+    another arithmetic type; index checks whose flag is not Cython's: not replaced, with a
+    reason."""
     source, reason = REFUSED[name]
     src = tmp_path / "near.c"
     src.write_text(source)
