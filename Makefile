@@ -76,6 +76,7 @@ bench: deps bench-deps
 	OPENBLAS_NUM_THREADS=1 $(PY) bench/epilogue.py
 	$(PY) bench/int8.py
 	$(PY) bench/tiny.py
+	OPENBLAS_NUM_THREADS=1 $(PY) bench/views.py
 	$(PY) bench/int8.py --a uint8
 	$(PY) bench/bf16.py
 	$(PY) bench/bf16.py --half fp16
