@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +23,6 @@ from pycparser import c_ast
 from kernelfarer.diagnostics import KernelfarerError, SourceLocation
 from kernelfarer import parsefix
 from kernelfarer.scan import Token, tokenize
-from kernelfarer.toolchain import clang_path
 
 from kernelfarer.cpp import defined_macros, preprocess  # noqa: F401 (frontend's API)
 
