@@ -71,17 +71,16 @@ def cast_views(node: c_ast.For, canon: Canonical, context: Context,
                 break
             index = _elements(offset, elem, counters, context, guards)
             if index is None:
-                notes.append(f"'{name}' is read at the byte offset "
-                                       f"{_GEN.visit(offset)}, not a whole number of "
-                                       f"{elem.spelling} elements")
+                notes.append(f"'{name}' is read at the byte offset {_GEN.visit(offset)}, not a "
+                             f"whole number of {elem.spelling} elements")
                 break
             done[id(view)] = c_ast.ArrayRef(clone(base), index, coord=view.coord)
         else:
             mentions = sum(1 for n in walk(node) if isinstance(n, (c_ast.ID, c_ast.StructRef))
                            and _text(n) == name)
             if mentions != len(views):       # read otherwise too (uncast, or in a bound)
-                notes.append(f"'{name}' is read through a cast to {elem.spelling} "
-                                       "and otherwise too")
+                notes.append(f"'{name}' is read through a cast to {elem.spelling} and "
+                             "otherwise too")
                 continue
             changes.update(done)
             size = elem.bits // 8
@@ -242,14 +241,12 @@ def _quals(typename: c_ast.Typename) -> list[str]:
     return list(getattr(inner, "quals", None) or [])
 
 
-def _elements(offset: c_ast.Node | None, elem: ctype.Scalar, counters: set[str],
+def _elements(offset: c_ast.Node, elem: ctype.Scalar, counters: set[str],
               context: Context, guards: list) -> c_ast.Node | None:
-    """The element index of a byte offset (None offset: 0), each term divided by the element's
-    size: a constant multiple of it, or one stride (not a counter) the size divides at run
-    time, with the guard saying so added to `guards`.  None where a term is neither."""
+    """The element index of a byte offset, each term divided by the element's size: a constant
+    multiple of it, or one stride (not a counter) the size divides at run time, with the guard
+    saying so added to `guards`.  None where a term is neither."""
     size = elem.bits // 8
-    if offset is None:
-        return c_ast.Constant("int", "0")
     offset = _sizes_as_constants(clone(offset), context)
     conv = IndexConverter(context.scope, [])
     try:

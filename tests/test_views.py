@@ -375,15 +375,14 @@ def cython_built(tmp_path_factory):
 
 
 def _slice(ffi, rng, rows, cols, strides, keep):
-    """A memoryview slice of rows x cols small integers at the byte strides (numpy's own)."""
+    """A memoryview slice of rows x cols small integers at the byte strides, its buffer kept."""
     base = np.array([rng.randint(-3, 3) for _ in range(rows * cols * 4 + 1)], dtype=np.float64)
-    view = np.lib.stride_tricks.as_strided(base, (rows, cols), strides)
     keep.append(base)
     s = ffi.new("__Pyx_memviewslice *")
     s.data = ffi.cast("char *", ffi.from_buffer(base))
     s.shape[0], s.shape[1] = rows, cols
     s.strides[0], s.strides[1] = strides
-    return s[0], view
+    return s[0]
 
 
 def _cython_ffi() -> cffi.FFI:
@@ -412,11 +411,11 @@ def test_cython_memoryviews(name, cython_built):
             for lib in loaded:
                 r = random.Random(seed)         # the same data for each
                 keep = []
-                a, _ = _slice(ffi, r, m, k, (8 * spread, 8 * m * spread) if a_t else
-                              (8 * k * spread, 8 * spread), keep)
-                b, _ = _slice(ffi, r, k, n, (8 * n * spread, 8 * spread) if not b_t else
-                              (8 * spread, 8 * k * spread), keep)
-                c, cv = _slice(ffi, r, m, n, (8 * n, 8), keep)
+                a = _slice(ffi, r, m, k, (8 * spread, 8 * m * spread) if a_t else
+                           (8 * k * spread, 8 * spread), keep)
+                b = _slice(ffi, r, k, n, (8 * n * spread, 8 * spread) if not b_t else
+                           (8 * spread, 8 * k * spread), keep)
+                c = _slice(ffi, r, m, n, (8 * n, 8), keep)
                 before = lib.kernelfarer_fast_path_calls if lib is loaded[1] else 0
                 lib.cy_matmul(a, b, c)
                 if lib is loaded[1] and min(m, n, k) > 0:
@@ -455,9 +454,9 @@ def test_cython_index_checks(name, checked_built):
             for lib in loaded:
                 r = random.Random(seed)
                 keep = []
-                a, _ = _slice(ffi, r, m, k, (8 * k, 8), keep)
-                b, _ = _slice(ffi, r, max(k - b_short, 0), n, (8 * n, 8), keep)
-                c, _ = _slice(ffi, r, m, max(n - c_short, 0), (8 * n, 8), keep)
+                a = _slice(ffi, r, m, k, (8 * k, 8), keep)
+                b = _slice(ffi, r, max(k - b_short, 0), n, (8 * n, 8), keep)
+                c = _slice(ffi, r, m, max(n - c_short, 0), (8 * n, 8), keep)
                 if name != "cython_wraparound":
                     lib.kf_failed_dim = -1
                 before = lib.kernelfarer_fast_path_calls if lib is loaded[1] else 0
