@@ -532,11 +532,6 @@ class DispatchPlan:
         return tuple(out)
 
     @property
-    def flushes(self) -> bool:
-        """Whether a plan's kernel flushes denormals (the dispatcher then checks the data)."""
-        return any(p.shape.flushes for p in self.plans)
-
-    @property
     def blocking_source(self) -> str:
         return self.plans[0].blocking_source
 

@@ -15,7 +15,7 @@ The core never branches on a target name: it asks the registry.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Mapping
 
@@ -187,9 +187,10 @@ class KernelShape:
     decline: Decline | None = None  # problems the driver leaves to the user's loop (fp16 sums
                                  # where the file has F16C: its loop then converts in vectors and
                                  # beats mostly empty tiles: _fp16_sums)
-    flushes: bool = False        # denormal inputs and results are zero (vdpbf16ps, tdpbf16ps):
-                                 # a dispatcher runs it only on data where no product or sum can
-                                 # be denormal (dispatch.c.j2), else the next path
+    flushes: bool = False        # denormal inputs and results are zero (vdpbf16ps, tdpbf16ps,
+                                 # bfmmla): its driver declines data where a product or a sum
+                                 # could be denormal (flushes.c.j2), which then takes the next
+                                 # dispatched path or the user's loops
 
     def __post_init__(self) -> None:
         if self.nr % self.lanes:
@@ -560,11 +561,15 @@ _NEON_FP16 = {
 # loop at 50.6 multiply-adds per cycle on Neoverse V1 and 31.8 on N2, against 23.8 and 12.0 for
 # the 8x12 bfdot kernel it replaces).
 _NEON_BF16 = {
-    DType.BF16F32: _i8mm("bfmmla", "vbfmmlaq_f32", _NEON_BF16_OPERAND, _NEON_BF16_OPERAND, kr=4,
-                         raw="unsigned short", vec="float32x4_t", acc_dup="vdupq_n_f32",
-                         load="vld1q_f32", store="vst1q_f32", mul_n="vmulq_n_f32",
-                         mla_n="vmlaq_n_f32", to64="vreinterpretq_s64_f32",
-                         from64="vreinterpretq_f32_s64"),
+    DType.BF16F32: replace(
+        _i8mm("bfmmla", "vbfmmlaq_f32", _NEON_BF16_OPERAND, _NEON_BF16_OPERAND, kr=4,
+              raw="unsigned short", vec="float32x4_t", acc_dup="vdupq_n_f32",
+              load="vld1q_f32", store="vst1q_f32", mul_n="vmulq_n_f32",
+              mla_n="vmlaq_n_f32", to64="vreinterpretq_s64_f32",
+              from64="vreinterpretq_f32_s64"),
+        # without FEAT_EBF16 (or with FPCR.EBF clear, as Linux leaves it) bfmmla flushes
+        # denormal inputs and results to zero, and rounds its sums to odd
+        flushes=True),
 }
 
 # POWER10 Matrix-Multiply Assist: 8 accumulators (each 4 VSX registers) as a 2 x 4 grid of outer

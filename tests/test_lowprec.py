@@ -685,6 +685,33 @@ def test_x86_auto_keeps_denormal_bf16_from_the_flushing_kernels(tmp_path, path) 
     assert out.startswith("fast="), out
 
 
+@pytest.mark.parametrize("name", ["x86-avx512-bf16", "x86-amx", "neon-bf16"])
+def test_a_flushing_kernel_alone_leaves_denormal_bf16_to_the_loop(tmp_path, name) -> None:
+    """A file rewritten for one target whose bf16 kernel flushes denormals (vdpbf16ps, tdpbf16ps,
+    bfmmla without FEAT_EBF16) has no other path to send tiny data to: its driver declines it and
+    the original loops run.  Operands of 2^-66 .. 2^-64 (denormal products, exact sums) equal the
+    loop bit for bit and no call takes the kernel; before the drivers checked the data (only
+    x86-auto's dispatcher did), every call took it and returned zeros."""
+    target = targets.TARGETS[name]
+    if target.emulator:
+        if not shutil.which(target.emulator[0]):
+            pytest.skip(f"no {target.emulator[0]} (apt-get install qemu-user)")
+        if not (Path(target.emulator[target.emulator.index("-L") + 1]) / "include").is_dir():
+            pytest.skip("no cross C library")
+        blocking = {"mc": 16, "kc": 8, "nc": 48}
+    else:
+        if not targets.real_host_runs(target):
+            pytest.skip(f"this host does not run {name} (its driver's check declines on any "
+                        "host: the loops would run whatever the data)")
+        blocking = {"mc": 96, "kc": 64, "nc": 64}
+    out = build_and_run(tmp_path, "bf16_tiny", name, blocking, cross=target.emulator,
+                        fast=False)
+    assert out.startswith("fast=0 of 16"), out
+    # the same blocks on data of ordinary magnitude: every call takes the kernel
+    out = build_and_run(tmp_path, "bf16", name, blocking, cross=target.emulator)
+    assert out.startswith("fast=16 of 16"), out
+
+
 # Spellings of fp16 sums whose chain of roundings is not the kernels' (start from C or 0, one
 # rounding per k step, in k order): each refused, with why.
 FP16_NOT_TAKEN = {
