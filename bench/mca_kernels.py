@@ -13,9 +13,11 @@ FMAs on port 0 only, like the client cores; the Xeon parts have a second 512-bit
 which `skylake-avx512` models.  Both are printed for AVX-512.
 
 The Arm kernels (float, dot products, i8mm, bf16, fhm) follow, modelled only (llvm-mca-19 for
-Neoverse V1, N2 and V2): multiply-adds per cycle of each k loop.
+Neoverse V1, N2 and V2): multiply-adds per cycle of each k loop; then the POWER10 MMA kernels
+(llvm-mca-19's pwr10 model), with their accumulator moves in the loop.
 
     python bench/mca_kernels.py [--cpus skylake-avx512,sapphirerapids,znver4,znver3] [--arm]
+        [--power]
 """
 
 from __future__ import annotations
@@ -200,9 +202,18 @@ ARM_WRAPPER = """
 """
 
 
-def arm_loop(target: str, dtype: DType, insn: str, workdir: str) -> tuple[list[str], object]:
+# A backward branch of AArch64 and of POWER (bdnz, bc and its extended forms), and the comment
+# mark of their assembly.
+ARM_BRANCH = (r"^\s+(?:b\.\w+|cbn?z\s+\w+,|tbn?z\s+\w+, #\d+,)\s+(\.LBB\S+)", "//")
+POWER_BRANCH = (r"^\s+b\w*\s+(?:\d+,\s*)*(\.LBB\S+)", "#")
+
+
+def arm_loop(target: str, dtype: DType, insn: str, workdir: str,
+             branch: tuple[str, str] = ARM_BRANCH) -> tuple[list[str], object]:
     """The k loop (the loop with the most `insn`) of the kernel of `target` for `dtype`, compiled
-    for AArch64 as the rewriter emits it, and its plan."""
+    for its machine (AArch64, or POWER with `branch` = POWER_BRANCH) as the rewriter emits it,
+    and its plan."""
+    jump, comment = branch
     plan = make_plan(targets.TARGETS[target], dtype)
     src = os.path.join(workdir, f"{plan.kernel_name}.c")
     with open(src, "w") as f:
@@ -217,9 +228,9 @@ def arm_loop(target: str, dtype: DType, insn: str, workdir: str) -> tuple[list[s
     labels = {ln.split(":")[0]: i for i, ln in enumerate(body) if re.match(r"^\.LBB\S+:", ln)}
     best: list[str] = []
     for i, ln in enumerate(body):
-        m = re.match(r"^\s+(?:b\.\w+|cbn?z\s+\w+,|tbn?z\s+\w+, #\d+,)\s+(\.LBB\S+)", ln)
+        m = re.match(jump, ln)
         if m and m.group(1) in labels and labels[m.group(1)] < i:
-            loop = [x.split("//")[0].rstrip() for x in body[labels[m.group(1)] + 1:i]]
+            loop = [x.split(comment)[0].rstrip() for x in body[labels[m.group(1)] + 1:i]]
             loop = [x for x in loop if x.strip() and not x.strip().startswith(".")]
             count = sum(x.split()[0] in (insn, insn + "2") for x in loop)
             if count > sum(x.split()[0] in (insn, insn + "2") for x in best):
@@ -245,6 +256,34 @@ def arm_table() -> None:
                 cycles = int(re.search(r"Total Cycles:\s+(\d+)", out).group(1)) / 300
                 print(f"| {plan.kernel_name} | {insn} | {count} | {len(loop)} | {cpu} "
                       f"| {cycles:.2f} | {count * macs / cycles:.1f} |", flush=True)
+
+
+# The POWER10 MMA kernels: (type, the outer-product instruction, multiply-adds per instruction).
+POWER10_KERNELS = ((DType.F32, "xvf32gerpp", 16), (DType.F64, "xvf64gerpp", 8),
+                   (DType.I8I32, "xvi8ger4pp", 64), (DType.I16I32, "xvi16ger2pp", 32),
+                   (DType.BF16F32, "xvbf16ger2pp", 32))
+
+
+def power10_table() -> None:
+    """The POWER10 MMA kernels' k loops under llvm-mca's pwr10 model (no POWER machine here):
+    instructions per trip, accumulator moves (there should be none) and multiply-adds per cycle."""
+    print("\n| kernel | instruction | per trip | instructions / trip | accumulator moves "
+          "| llvm-mca core | cycles / trip | multiply-adds / cycle |")
+    print("|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="kf-mca-power10-") as workdir:
+        for dtype, insn, macs in POWER10_KERNELS:
+            loop, plan = arm_loop("power10-mma", dtype, insn, workdir, POWER_BRANCH)
+            count = sum(x.split()[0] == insn for x in loop)
+            moves = sum(x.split()[0] in ("xxmtacc", "xxmfacc") for x in loop)
+            path = os.path.join(workdir, "loop.s")
+            with open(path, "w") as f:
+                f.write("\n".join(loop) + "\n")
+            out = subprocess.run([MCA, "-mtriple=powerpc64le-linux-gnu", "-mcpu=pwr10",
+                                  "-iterations=300", path], capture_output=True, text=True,
+                                 check=True).stdout
+            cycles = int(re.search(r"Total Cycles:\s+(\d+)", out).group(1)) / 300
+            print(f"| {plan.kernel_name} | {insn} | {count} | {len(loop)} | {moves} | pwr10 "
+                  f"| {cycles:.2f} | {count * macs / cycles:.1f} |", flush=True)
 
 
 # fp16 sums (fp16 -> fp16): the kernel, the flags of a file it runs in, the llvm-mca cores.
@@ -279,12 +318,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cpus", default="", help="llvm-mca cores (default: per target)")
     parser.add_argument("--arm", action="store_true", help="the Arm kernels only")
+    parser.add_argument("--power", action="store_true", help="the POWER10 kernels only")
     args = parser.parse_args()
     if MCA is None:
         print("llvm-mca-19 is not installed (Debian: llvm-19)", file=sys.stderr)
         return 1
     if args.arm:
         arm_table()
+        return 0
+    if args.power:
+        power10_table()
         return 0
     print(f"this machine: {hostinfo.real_host().cpu_model} (llvm-mca model "
           f"{hostinfo.real_host().mca_cpu or '-'})\n")
@@ -315,6 +358,7 @@ def main() -> int:
                           f"| {100 * bound / per_step:.0f}% | {here} |", flush=True)
     fp16_table()
     arm_table()
+    power10_table()
     return 0
 
 

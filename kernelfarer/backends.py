@@ -107,7 +107,7 @@ def blas_call(spec: GemmSpec) -> "BlasCall | str":
     """
     function = _BLAS_FUNCTIONS.get(spec.dtype.name)
     if function is None or spec.dtype.in_ctype != spec.dtype.ctype:
-        return f"CBLAS has no {spec.dtype.in_ctype} GEMM"
+        return f"CBLAS has no {spec.dtype.operands} GEMM"
     if spec.c_store:
         return f"C holds {spec.c_store} (CBLAS has no {spec.dtype.ctype} GEMM into it)"
     guards = list(spec.guards)

@@ -27,6 +27,14 @@ class Scalar:
     def rank(self) -> int:
         return self.bits
 
+    @property
+    def address_spelling(self) -> str:
+        """The type generated code steps a pointer to such elements with (run-time checks of
+        byte ranges): the type itself, but a bf16 as the 16 bits it is, since not every
+        compiler has __bf16 (clang for POWER), and an element read through a widening helper
+        (widen.py) may be stored as bits anyway."""
+        return "unsigned short" if self.spelling == "__bf16" else self.spelling
+
 
 @dataclass(frozen=True)
 class Pointer:

@@ -17,8 +17,10 @@ import jinja2
 from kernelfarer import __version__
 from kernelfarer.islc import AstPrinter
 from kernelfarer import templates
+from kernelfarer.diagnostics import KernelfarerError
 from kernelfarer.plan import THREAD_MIN_WORK, TINY_SIZE, DispatchPlan, KernelPlan
 from kernelfarer.spec import CInit, GemmSpec
+from kernelfarer.targets import DType
 from kernelfarer.split import SPLIT_DECLARATION, SPLIT_LINKAGE, SPLIT_TAG
 from kernelfarer.tileprog import fill_expression
 from kernelfarer.transforms import blocking
@@ -205,8 +207,13 @@ def render_prelude(plans: list, helpers: frozenset[str] | None = None, *,
     headers = sorted({h for p in _kernel_plans(plans) for h in p.target.headers} if kernels
                      else ())
     openmp = kernels and any(p.threads for p in _kernel_plans(plans))
+    bf16 = {"bits" if p.target.bf16_bits else "type" for p in _kernel_plans(plans)
+            if p.dtype is DType.BF16F32}
+    if len(bf16) > 1:
+        raise KernelfarerError("bf16 GEMMs planned both as __bf16 and as bits in one file")
     return environment().get_template("prelude.c.j2").render(
         version=__version__, headers=headers, gcc_quiet=GCC_QUIET, openmp=openmp,
+        bf16=bf16.pop() if bf16 else "",
         scratch_bytes=scratch_bytes(_kernel_plans(plans)),
         helpers=helpers_called(None) if helpers is None else helpers)
 

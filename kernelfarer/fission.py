@@ -189,10 +189,10 @@ def around_guards(nest: LoopNest, ev: Evaluator, around, scope: Scope, iterators
             if stride.const_value() is None:
                 guards.append(not_negative(stride.to_c(), f"{acc.array} stride is not negative"))
             origin = rest + stride * starts[outer]
-            own_size = f"(kf_index)sizeof({acc.elem.spelling})"
+            own_size = f"(kf_index)sizeof({acc.elem.address_spelling})"
             if acc.row_table is not None:
                 raise NotGemm(f"the code around the GEMM uses the row table '{acc.array}'")
-            base = f"((const {acc.elem.spelling} *)({acc.array}) + {origin.to_c()})"
+            base = f"((const {acc.elem.address_spelling} *)({acc.array}) + {origin.to_c()})"
             elems = f"(({sizes[outer]}) - 1) * {stride.to_c()} + 1"
             for role in against:
                 other, (op, rs, cs, rows, cols) = operands[role]
@@ -248,9 +248,9 @@ def side_statement(side, scope: Scope, ev: Evaluator, ranges: dict, dtype: DType
                 guards.append(not_negative(symbol, f"{symbol} is not negative"))
             low = low + c * conv.convert(lo)
             span = span + c * (conv.convert(hi) - conv.convert(lo) - Poly.const(1))
-        base = f"((const {acc.elem.spelling} *)({acc.array}) + {low.to_c()})"
+        base = f"((const {acc.elem.address_spelling} *)({acc.array}) + {low.to_c()})"
         elems = f"({span.to_c()}) + 1"
-        own = f"(kf_index)sizeof({acc.elem.spelling})"
+        own = f"(kf_index)sizeof({acc.elem.address_spelling})"
         for role in roles:
             other, (op, rs, cs, rows, cols) = accesses[role], ranges[role]
             if acc.is_object and other.is_object:

@@ -85,7 +85,7 @@ def alias_guards(c: Access, operands: list[Access], ranges: dict, c_type: str) -
         guards.append(disjoint(c.array, c_op.base, extent(ldc, Poly.const(1), m, n),
                                acc.array, op.base, extent(rs, cs, rows, cols),
                                f"(kf_index)sizeof({c_type})",
-                               f"(kf_index)sizeof({acc.elem.spelling})"))
+                               f"(kf_index)sizeof({acc.elem.address_spelling})"))
     return guards
 
 

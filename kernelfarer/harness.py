@@ -81,7 +81,7 @@ def _walk(node: c_ast.Node):
 
 _C_WORDS = {"kf_index", "kf_min", "kf_max", "kf_disjoint", "const", "float",
             "double", "int", "long", "short", "char", "signed", "unsigned", "sizeof", "void",
-            "restrict", "volatile", "_Float16", "__bf16"}
+            "restrict", "volatile", "_Float16", "__bf16", "kf_bf16"}
 
 
 def make_subject(func: c_ast.FuncDef, spec: GemmSpec, ast: c_ast.FileAST) -> Subject:

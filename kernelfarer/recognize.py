@@ -167,7 +167,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
     first, second = ev.reads[ra], ev.reads[rb]
     if ev.narrow:
         if {first.array, second.array} - ev.narrow:
-            raise NotGemm(f"one operand is {ev.narrow_dtype.in_ctype} and the other is not "
+            raise NotGemm(f"one operand is {ev.narrow_dtype.operands} and the other is not "
                           "(mixed types)")
         dtype = ev.narrow_dtype
     for name in ev.scalars_written - ev.locals_ | (ev.scalars_written & ev.locals_):
@@ -306,7 +306,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
             acc = flatten_access(read, scope, IndexConverter(scope, iterators), ev.aliases)
             if acc.array == c_access.array:
                 raise NotGemm(f"the epilogue reads '{acc.array}', the result")
-            view, rs, cs = operand(acc, m_var, n_var, False, element=acc.elem.spelling)
+            view, rs, cs = operand(acc, m_var, n_var, False, element=acc.elem.address_spelling)
             ranges["epilogue"] = (view, rs, cs, sizes[m_var], sizes[n_var])
             if set(acc.index.split(iterators)[0]) - {m_var, n_var}:
                 raise NotGemm(f"the epilogue reads '{acc.array}' along the k loop")

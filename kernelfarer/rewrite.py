@@ -160,6 +160,12 @@ def _rewrite_file(path: str, options: RewriteOptions, preprocessed: str | None,
         if options.target == "auto" and not targets.has_kernel(target, spec.dtype):
             chosen = targets.best_for_host(dtype=spec.dtype)     # e.g. int8 on a VNNI host
         if not targets.has_kernel(chosen, spec.dtype):
+            if chosen.bf16_bits and spec.dtype is targets.DType.BF16F32:
+                # the portable kernel converts its elements, which are bits on such a target
+                remarks.append(Remark(location, "gemm", False,
+                                      f"{chosen.name} has no bf16 kernel, and the portable one "
+                                      "needs __bf16, which the compiler lacks for its machine"))
+                continue
             # Observable fallback: the remark names the kernel, the report says why.
             chosen = targets.TARGETS[targets.GENERIC]
         threads = options.threads if options.threads is not None else \

@@ -23,11 +23,18 @@ from kernelfarer.diagnostics import KernelfarerError
 from kernelfarer.hostinfo import CacheLevel, Caches
 
 
+# What generated code calls a bf16 element (DType.BF16F32's operands; the prelude's typedef).
+BF16_CTYPE = "kf_bf16"
+
+
 class DType(enum.Enum):
     """Element types of a GEMM: C and the accumulation (ctype), and the operands A, B (in_ctype,
     also the type of the packed panels and of the drivers' pointers to A and B).  An operand whose
     values are read as another type of the same size says so (a_ctype, b_ctype: unsigned and
-    signed int8).  Named the BLAS way (s, d) for floating point."""
+    signed int8).  Named the BLAS way (s, d) for floating point.  These are the names generated
+    code spells: bf16 elements are `kf_bf16`, which the prelude defines as `__bf16` where the
+    target's compiler has that type and as a struct of the 16 bits where it has not (POWER:
+    Target.bf16_bits); `source` names the type as the user's code does."""
 
     F32 = ("s", "float", 4, "float", 4, "float")
     F64 = ("d", "double", 8, "double", 8, "float")
@@ -37,7 +44,7 @@ class DType(enum.Enum):
     U8I32 = ("u8i32", "int", 4, "unsigned char", 1, "int")  # uint8 operands, int32 sums
     U8S8I32 = ("u8s8i32", "int", 4, "unsigned char", 1, "int", "signed char")  # A uint8, B int8
     S8U8I32 = ("s8u8i32", "int", 4, "signed char", 1, "int", "unsigned char")  # A int8, B uint8
-    BF16F32 = ("bf16f32", "float", 4, "__bf16", 2, "float")  # bf16 operands, float sums
+    BF16F32 = ("bf16f32", "float", 4, "kf_bf16", 2, "float")  # bf16 operands, float sums
     I16I32 = ("i16i32", "int", 4, "short", 2, "int")         # int16 operands, int32 sums
     F16F32 = ("f16f32", "float", 4, "_Float16", 2, "float")  # fp16 operands, float sums
     F16 = ("h", "_Float16", 2, "_Float16", 2, "float")       # fp16 operands, fp16 sums
@@ -64,21 +71,26 @@ class DType(enum.Enum):
         return {(False, False): cls.I8I32, (True, True): cls.U8I32,
                 (True, False): cls.U8S8I32, (False, True): cls.S8U8I32}[a_unsigned, b_unsigned]
 
+    @staticmethod
+    def source(ctype: str) -> str:
+        """The type generated code calls `ctype` as the user's code spells it (kf_bf16: __bf16)."""
+        return "__bf16" if ctype == BF16_CTYPE else ctype
+
     @property
     def label(self) -> str:
         """A short name: the type of C, or the operands' types and C's (uint8 x int8->int)."""
         short = {"signed char": "int8", "unsigned char": "uint8", "short": "int16",
-                 "__bf16": "bf16", "_Float16": "fp16"}
-        if self.operands == self.ctype:
+                 BF16_CTYPE: "bf16", "_Float16": "fp16"}
+        if self.a_ctype == self.b_ctype == self.ctype:
             return short.get(self.ctype, self.ctype)
         a, b = short[self.a_ctype], short[self.b_ctype]
         return f"{a if a == b else f'{a} x {b}'}->{self.ctype}"
 
     @property
     def operands(self) -> str:
-        """The operands' types, as remarks and reports name them."""
-        return self.a_ctype if self.a_ctype == self.b_ctype else \
-            f"{self.a_ctype} x {self.b_ctype}"
+        """The operands' types, as remarks and reports name them (the user's spelling)."""
+        a, b = self.source(self.a_ctype), self.source(self.b_ctype)
+        return a if a == b else f"{a} x {b}"
 
     def is_result(self, kind: str, bits: int, signed: bool = True, spelling: str = "") -> bool:
         """Whether C (or a scalar of C's precision) may hold `kind`/`bits`: integers of C's width
@@ -95,7 +107,8 @@ class DType(enum.Enum):
         return kind == self.kind and bits == self.in_size * 8 and (
             signed or self.kind == "float" or self.in_size == self.size
             or "unsigned" in self.a_ctype + self.b_ctype) and (
-            bits != 16 or kind != "float" or spelling in (self.a_ctype, self.b_ctype))
+            bits != 16 or kind != "float"
+            or spelling in (self.source(self.a_ctype), self.source(self.b_ctype)))
 
     @classmethod
     def for_result(cls, kind: str, bits: int, signed: bool = True,
@@ -230,6 +243,10 @@ class Target:
     file_macro: str = ""             # C preprocessor condition without which the kernels do not run
                                      # (the run-time check fails): what they compute depends on how
                                      # the file itself is built ("": none)
+    bf16_bits: bool = False          # the target's compiler has no __bf16 (clang 19 for POWER):
+                                     # bf16 elements are their bits (the prelude's kf_bf16), which
+                                     # only this target's own bf16 kernel takes (it moves bits);
+                                     # the portable kernel, which converts them, does not
 
     def kernel(self, dtype: DType) -> KernelShape:
         try:
@@ -596,9 +613,19 @@ _MMA = {
 }
 
 # ... and its rank-4 int8 updates on group-packed panels (kernels/power10_mma_groups.c.j2):
-# xvi8ger4pp, 4x4 int32 per accumulator, 8x16.  (The template renders xvbf16ger2pp's bf16 kernel
-# too, but clang 19 has no __bf16 on POWER: no user's bf16 GEMM compiles there.)
+# xvi8ger4pp, 4x4 int32 per accumulator, 8x16; rank-2 updates of int16 (xvi16ger2pp) and bf16
+# (xvbf16ger2pp: exact products, their pair's sum rounded to float's significand, then added to
+# the accumulator with one rounding to nearest; denormals kept, as the ISA defines it).  clang 19
+# has no __bf16 for POWER: its bf16 GEMMs are the user's bits (bf16 kept in uint16_t and widened
+# by a helper of the file, widen.py), which the packing moves as bits.
 _MMA_GROUPS = {
+    DType.BF16F32: KernelShape(
+        mr=8, nr=16, lanes=4, a_width=4, outer_product=True, kr=2, own_packing=True,
+        template="kernels/power10_mma_groups.c.j2",
+        isa=dict(raw="unsigned short", vec="__vector float", ger="__builtin_mma_xvbf16ger2pp",
+                 load="vec_xl", store="vec_xst", madd="vec_madd", mul="vec_mul",
+                 splats="vec_splats"),
+    ),
     DType.I16I32: KernelShape(
         mr=8, nr=16, lanes=4, a_width=4, outer_product=True, kr=2, own_packing=True,
         template="kernels/power10_mma_groups.c.j2",
@@ -790,6 +817,7 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
             compile_flags=("--target=powerpc64le-linux-gnu", "-mcpu=power10"),
             emulator=("qemu-ppc64le", "-cpu", "power10", "-L", "/usr/powerpc64le-linux-gnu"),
             caches=_POWER10_CACHES,
+            bf16_bits=True,
         ),
         Target(
             name="power9-vsx",
@@ -805,6 +833,7 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
             compile_flags=("--target=powerpc64le-linux-gnu", "-mcpu=power9"),
             emulator=("qemu-ppc64le", "-cpu", "power9", "-L", "/usr/powerpc64le-linux-gnu"),
             caches=_POWER9_CACHES,
+            bf16_bits=True,
         ),
         Target(
             name="generic",
