@@ -53,7 +53,7 @@ HARNESS = (r"""
 #include <time.h>
 typedef void bgemm(int, int, int, const HALF *, const HALF *, float *);
 typedef void sgemm(int, int, int, const float *, const float *, float *);
-bgemm kf_bf16, kf_bf16_generic, naive_bf16;
+bgemm kf_half, kf_half_generic, naive_bf16;
 sgemm kf_f32;
 
 static HALF to_half(float f)      /* exact for the small integers used here */
@@ -97,9 +97,9 @@ int main(int argc, char **argv)
             if (v == 3 && r > 0)
                 continue;
             t0 = now();
-            if (v == 0) kf_bf16(n, n, n, a, b, c[0]);
+            if (v == 0) kf_half(n, n, n, a, b, c[0]);
             if (v == 1) kf_f32(n, n, n, af, bf, c[1]);
-            if (v == 2) kf_bf16_generic(n, n, n, a, b, c[2]);
+            if (v == 2) kf_half_generic(n, n, n, a, b, c[2]);
             if (v == 3) naive_bf16(n, n, n, a, b, c[3]);
             t0 = now() - t0;
             if (t0 < best[v])
@@ -118,8 +118,8 @@ int main(int argc, char **argv)
 
 def build(work: Path, half: str, half_target: str) -> Path:
     sources = []
-    for name, t, target in (("kf_bf16", half, half_target), ("kf_f32", "float", "x86-auto"),
-                            ("kf_bf16_generic", half, "generic")):
+    for name, t, target in (("kf_half", half, half_target), ("kf_f32", "float", "x86-auto"),
+                            ("kf_half_generic", half, "generic")):
         src = work / f"{name}.c"
         src.write_text(LOOP.format(name=name, t=t))
         result = rewrite_file(str(src), RewriteOptions(target=target))
