@@ -180,6 +180,11 @@ def tiled_plan(plan: "KernelPlan | DispatchPlan") -> KernelPlan:
     if missing:
         raise KernelfarerError(f"the tiled variant needs a SIMD target; {plan.target.name} has no "
                                f"vector operations ({', '.join(sorted(missing))})")
+    if plan.in_ctype != plan.ctype or plan.shape.widen > 1 or plan.shape.kr > 1:
+        # its vector loads read A and B in place as C's type: operands of another type are
+        # converted (or grouped) only as the packed path packs them
+        raise KernelfarerError(f"the tiled variant reads A and B in place as {plan.ctype}; "
+                               f"{plan.dtype.operands} operands are converted only by packing")
     base = plan.kernel_name + "_unpacked"
     return replace(plan, kernel_name=base, driver_name=f"{base}_tiled_driver")
 

@@ -20,7 +20,7 @@ from kernelfarer import templates
 from kernelfarer.diagnostics import KernelfarerError
 from kernelfarer.plan import THREAD_MIN_WORK, TINY_SIZE, DispatchPlan, KernelPlan
 from kernelfarer.spec import CInit, GemmSpec
-from kernelfarer.targets import DType
+from kernelfarer.targets import BF16_CTYPE, DType
 from kernelfarer.split import SPLIT_DECLARATION, SPLIT_LINKAGE, SPLIT_TAG
 from kernelfarer.tileprog import fill_expression
 from kernelfarer.transforms import blocking
@@ -188,7 +188,8 @@ OPTIONAL_HELPERS = ("kf_min", "kf_max", "kf_floordiv", "kf_nonnegative", "kf_dis
                     "kf_rows_uniform", "kf_isfinite_s", "kf_isfinite_d", "kf_all_finite_s",
                     "kf_all_finite_d", "kf_alloc64", "kf_scratch_take", "kf_cache_take",
                     "kf_cpu_any", "kf_streq",
-                    "kf_getenv", "kf_threads")
+                    "kf_getenv", "kf_threads",
+                    BF16_CTYPE)   # not a function: the bf16 element type, defined where named
 _HELPER_NAMES = re.compile(r"\b(?:%s)\b" % "|".join(OPTIONAL_HELPERS))
 
 
@@ -200,10 +201,12 @@ def helpers_called(code: str | None) -> frozenset[str]:
 
 
 def render_prelude(plans: list, helpers: frozenset[str] | None = None, *,
-                   kernels: bool = True) -> str:
+                   kernels: bool = True, bf16_type: bool = False) -> str:
     """The prelude, with the helpers named (None: every one); `kernels`: with the headers the
     kernels need (the call sites' unit of a split compile has no kernel: <immintrin.h> alone
-    would cost its compile 0.15 s)."""
+    would cost its compile 0.15 s).  The bf16 element type (kf_bf16) is defined for bf16 plans
+    (as their target's compiler has it), or as __bf16 where the code that follows names it
+    (`helpers`, or `bf16_type`: compare's harness, whose operands spell it)."""
     headers = sorted({h for p in _kernel_plans(plans) for h in p.target.headers} if kernels
                      else ())
     openmp = kernels and any(p.threads for p in _kernel_plans(plans))
@@ -211,6 +214,8 @@ def render_prelude(plans: list, helpers: frozenset[str] | None = None, *,
             if p.dtype is DType.BF16F32}
     if len(bf16) > 1:
         raise KernelfarerError("bf16 GEMMs planned both as __bf16 and as bits in one file")
+    if not bf16 and (bf16_type or helpers is not None and BF16_CTYPE in helpers):
+        bf16 = {"type"}
     return environment().get_template("prelude.c.j2").render(
         version=__version__, headers=headers, gcc_quiet=GCC_QUIET, openmp=openmp,
         bf16=bf16.pop() if bf16 else "",

@@ -17,6 +17,7 @@ from kernelfarer import ctype, frontend
 from kernelfarer.diagnostics import KernelfarerError
 from kernelfarer.scan import tokenize
 from kernelfarer.spec import SIZE_NAMES, GemmSpec
+from kernelfarer.targets import DType
 from kernelfarer.unit import find_candidates
 
 ALPHA, BETA = "2", "0.5"          # exact in binary: results stay exact on small integers
@@ -211,7 +212,9 @@ def render_harness(path: str, subjects: list[Subject], prelude: bool = True) -> 
     from kernelfarer import emit, hygiene
     text = emit.environment().get_template("compare_harness.c.j2").render(
         path=path, subjects=subjects,
-        prelude=emit.render_prelude([]) + emit.SUPPORT_END if prelude else "")
+        prelude=emit.render_prelude([], bf16_type=any(s.spec.dtype is DType.BF16F32
+                                                      for s in subjects))
+        + emit.SUPPORT_END if prelude else "")
     # the harness's locals avoid every identifier it mentions (the functions' parameters, the
     # spec's expressions)
     used = hygiene.identifiers(hygiene.PLACEHOLDER.sub(" ", text))
