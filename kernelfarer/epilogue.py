@@ -575,8 +575,7 @@ def fusion_form(nest: LoopNest, epi: Epilogue, scope, facts, nest_ids: set[int],
         if decl is None or scope.is_global(decl) or "static" in storage or "extern" in storage \
                 or name in facts.address_taken or _is_volatile(decl.type):
             raise NotGemm(f"the epilogue sets '{name}', which is visible outside the function")
-        if any(node_id not in nest_ids and not harmless
-               for node_id, harmless in facts.references.get(name, [])):
+        if facts.used_after(name, nest_ids):
             raise NotGemm(f"the epilogue sets '{name}', which is used after the nest")
         if isinstance(decl.type, c_ast.ArrayDecl) or _dimension_names(decl.type):
             raise NotGemm(f"the epilogue sets '{name}', an array")

@@ -13,6 +13,7 @@ from kernelfarer.access import Access
 from kernelfarer.canon_base import names_in
 from kernelfarer.affine import IndexConverter, NotAffine, Poly, is_deref, symbol_text
 from kernelfarer.ctype import Scalar, Scope
+from kernelfarer.liveness import read_after
 from kernelfarer.nest import LoopNest, NotGemm
 from kernelfarer.spec import SIZE_NAMES, Guard
 from kernelfarer.targets import DType
@@ -30,6 +31,17 @@ class FunctionFacts:
     references: dict                     # identifier -> list of (ID node id, harmless?)
     local_types: bool = False            # the body defines a type (typedef, struct, union, enum)
     returns_twice: str = ""              # a function it calls returns twice (setjmp): its name
+    body: c_ast.Compound | None = None   # the function's body (None: every use counts)
+
+    def used_after(self, name: str, nest_ids: set[int]) -> bool:
+        """Whether the value a rewritten nest leaves stale in the local `name` (where the loops
+        leave their last one) may be read: some mention outside the nest is not a for loop's
+        initialization setting it, and a path from the end of the nest reads it before it is
+        set again (liveness.py)."""
+        if all(node_id in nest_ids or harmless
+               for node_id, harmless in self.references.get(name, [])):
+            return False
+        return self.body is None or read_after(self.body, nest_ids, name)
 
 
 

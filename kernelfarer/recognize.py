@@ -795,9 +795,8 @@ def _check_invariants(nest: LoopNest, ev: Evaluator, facts: FunctionFacts, scope
                 or name in facts.address_taken:
             raise NotGemm(f"accumulator '{name}' is visible outside this function (its final "
                           "value would change)")
-        for node_id, harmless in facts.references.get(name, []):
-            if node_id not in nest_ids and not harmless:
-                raise NotGemm(f"'{name}' is used after the nest (its final value would change)")
+        if facts.used_after(name, nest_ids):
+            raise NotGemm(f"'{name}' is used after the nest (its final value would change)")
     # VLA dimensions are evaluated at the declaration: they must never change afterwards.
     for acc in accesses:
         changed = acc.vla_dims & (facts.assigned | facts.address_taken)
@@ -970,8 +969,7 @@ def _check_skipped_loops(nest: LoopNest, canon: Canonical, facts: FunctionFacts,
     for lp in nest.loops:
         if not canon.zero_skip or lp.declared_in_for or lp.var in tested:
             continue
-        if any(node_id not in nest_ids and not harmless
-               for node_id, harmless in facts.references.get(lp.var, [])):
+        if facts.used_after(lp.var, nest_ids):
             raise NotGemm(f"'{lp.var}' is used after the nest, and its loop runs only when the "
                           "zero test passes (its final value depends on the data)")
 

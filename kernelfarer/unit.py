@@ -89,7 +89,8 @@ def _function_facts(func: c_ast.FuncDef) -> FunctionFacts:
                    and isinstance(n.name, c_ast.ID) and n.name.name in RETURNS_TWICE)
     return FunctionFacts(name=func.decl.name, assigned=frozenset(assigned),
                          address_taken=frozenset(address_taken), references=refs,
-                         local_types=local_types, returns_twice=twice[0] if twice else "")
+                         local_types=local_types, returns_twice=twice[0] if twice else "",
+                         body=func.body)
 
 
 # Functions that return twice: after a longjmp, locals the function changed since the setjmp are

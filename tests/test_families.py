@@ -10,7 +10,8 @@ import pytest
 
 from conftest import native_target, run_cli
 from kernelfarer.rewrite import RewriteOptions, rewrite_file
-from test_spellings import OneTestFactory, build_cases, check_case, cmsis_unrolled
+from test_spellings import (ENCLOSING_LOOP, OneTestFactory, build_cases, check_case,
+                            cmsis_unrolled, stale_sum)
 
 IKJ = """
 void ikj(int M, int N, int K, const float *A, const float *B, float *C)
@@ -854,6 +855,29 @@ void f(int M, int N, int K, const float *A, const float *B, float *C)
 }}"""
 
 
+# The sum's last value read on some path after the nest, before it is set again (liveness.py):
+# each is refused, since the rewrite leaves the sum as it was before the nest.
+STALE_SUMS = {
+    "a sum read at the next trip of an enclosing loop": stale_sum(before="D[t] = s;",
+                                                                  loop=ENCLOSING_LOOP),
+    "a sum read after the nest under a condition": stale_sum(after="if (T) D[0] = s;"),
+    "a sum set again on one branch only": stale_sum(after="if (T) s = 1.0f; D[0] = s;"),
+    "a sum set again in a loop that may not run": stale_sum(
+        after="for (t = 0; t < T; t++) s = D[t]; D[0] = s;"),
+    "a sum set again after a break out of the enclosing loop": stale_sum(
+        after="if (D[t] > 0) break; s = 0.0f;", loop=ENCLOSING_LOOP, end="D[1] = s;"),
+    "a sum set again after a continue of the enclosing loop": stale_sum(
+        before="D[t] += s;", after="if (D[t] > 0) continue; s = 0.0f;", loop=ENCLOSING_LOOP),
+    "a sum set again in a do-while that may break first": stale_sum(
+        after="do { if (D[0] > 0) break; s = 0.0f; } while (--T > 0); D[1] = s;"),
+    "a sum returned": stale_sum(after="return s;"),
+    "a sum read in a for loop's condition": stale_sum(after="for (t = 0; t < s; t++) D[t] = 0;"),
+    "a sum compounded": stale_sum(after="s += 1.0f; D[0] = 0;"),
+    # not followed: jumps (the sum is dead here, but the analysis does not read goto)
+    "a sum set again in a function with goto": stale_sum(after="goto out; out: s = 2.0f;"),
+}
+
+
 _IF = "if (k < K) s0 += A[i*K + k] * B[k*N + j];"
 
 
@@ -1302,6 +1326,7 @@ void f(int n, const float *A, const float *B, float *C, float *d)
         d[i] = C[(i + 1) * n];
     }
 }""", "outside the row it just finished"),
+    **{name: (source, "'s' is used after the nest") for name, source in STALE_SUMS.items()},
     "hoisted operand read after the nest": ("""
 float last;
 void f(int n, const float *A, const float *B, float *C)

@@ -62,6 +62,140 @@ int dgemm_nn(int *m, int *n, int *k, double *alpha, double *a, int *lda,
 }
 """
 
+# f2c's translation of the reference dgemm, two of its branches: one `temp` holds alpha times a B
+# element in the one and the dot product in the other, so each nest's scalar is mentioned outside
+# it; no path from either nest reads it before setting it (liveness.py).  Before: "'temp' is used
+# after the nest" for both.
+F2C_BRANCHES = """
+int dgemm_two(int nota, int *m, int *n, int *k, double *alpha, double *a, int *lda,
+              double *b, int *ldb, double *c__, int *ldc)
+{
+    int a_dim1, a_offset, b_dim1, b_offset, c_dim1, c_offset, i__1, i__2, i__3;
+    int i__, j, l;
+    double temp;
+    a_dim1 = *lda; a_offset = 1 + a_dim1; a -= a_offset;
+    b_dim1 = *ldb; b_offset = 1 + b_dim1; b -= b_offset;
+    c_dim1 = *ldc; c_offset = 1 + c_dim1; c__ -= c_offset;
+    if (nota) {
+        i__1 = *n;
+        for (j = 1; j <= i__1; ++j) {
+            i__2 = *k;
+            for (l = 1; l <= i__2; ++l) {
+                temp = *alpha * b[l + j * b_dim1];
+                i__3 = *m;
+                for (i__ = 1; i__ <= i__3; ++i__)
+                    c__[i__ + j * c_dim1] += temp * a[i__ + l * a_dim1];
+            }
+        }
+    } else {
+        i__1 = *n;
+        for (j = 1; j <= i__1; ++j) {
+            i__2 = *m;
+            for (i__ = 1; i__ <= i__2; ++i__) {
+                temp = 0.;
+                i__3 = *k;
+                for (l = 1; l <= i__3; ++l)
+                    temp += a[l + i__ * a_dim1] * b[l + j * b_dim1];
+                c__[i__ + j * c_dim1] += *alpha * temp;
+            }
+        }
+    }
+    return 0;
+}
+"""
+
+# C89 code that reuses one `sum` for two products in a row, then for a norm of the result, and
+# returns it: each nest's sum is set again before anything reads it.
+SHARED_SUM = """
+double two_products(int m, int n, int k, const double *a, const double *b, double *c,
+                    const double *d, double *e)
+{
+    int i, j, p;
+    double sum;
+    for (i = 0; i < m; i++)
+        for (j = 0; j < n; j++) {
+            sum = 0.0;
+            for (p = 0; p < k; p++)
+                sum += a[i * k + p] * b[p * n + j];
+            c[i * n + j] = sum;
+        }
+    for (i = 0; i < m; i++)
+        for (j = 0; j < n; j++) {
+            sum = 0.0;
+            for (p = 0; p < n; p++)
+                sum += c[i * n + p] * d[p * n + j];
+            e[i * n + j] = sum;
+        }
+    for (sum = 0.0, i = 0; i < m * n; i++)
+        sum += e[i] * e[i];
+    return sum;
+}
+"""
+
+# ... and a batched loop that sets the sum again after its nest, before the next batch
+SUM_PER_BATCH = """
+float batches(int m, int n, int k, const float *a, const float *b, float *c)
+{
+    int t, i, j, p;
+    float s = 0.0f, total = 0.0f;
+    for (t = 0; t < 2; t++) {
+        for (i = 0; i < m; i++)
+            for (j = 0; j < n; j++) {
+                s = 0.0f;
+                for (p = 0; p < k; p++)
+                    s += a[i * k + p] * b[p * n + j];
+                c[t * m * n + i * n + j] = s;
+            }
+        s = (float)t;
+        total += s;
+    }
+    return total;
+}
+"""
+
+def stale_sum(after="", before="", loop=("", ""), end=""):
+    """A dot-product nest whose sum `s` is mentioned outside it: `before` and `after` it,
+    inside an enclosing loop over t when `loop` gives its head and tail, then `end`."""
+    return f"""
+float f(int T, int n, const float *A, const float *B, float *C, float *D)
+{{
+    float s = 0.0f;
+    int t = 0, i, j, k;
+    (void)T;
+    (void)t;
+    {loop[0]}
+    {before}
+    for (i = 0; i < n; i++)
+        for (j = 0; j < n; j++) {{
+            s = 0.0f;
+            for (k = 0; k < n; k++)
+                s += A[i*n + k] * B[k*n + j];
+            C[i*n + j] = s;
+        }}
+    {after}
+    {loop[1]}
+    {end}
+    return D[0];
+}}"""
+
+
+ENCLOSING_LOOP = ("for (t = 0; t < T; t++) {", "}")     # stale_sum's enclosing loop
+# ... where no path reads the sum's last value before setting it again: replaced
+DEAD_SUMS = {
+    "dead_sum_set_again": stale_sum(after="s = 2.0f; D[0] = s;"),
+    "dead_sum_set_on_both_branches": stale_sum(after="if (T) s = 1.0f; else s = D[1]; D[0] = s;"),
+    "dead_sum_set_by_a_for_initialization": stale_sum(
+        after="for (s = 0.0f, t = 0; t < T; t++) s += D[t]; D[0] = s;"),
+    "dead_sum_set_in_a_do_while": stale_sum(after="do { s = (float)T; } while (--T > 0); "
+                                                  "D[0] = s;"),
+    "dead_sum_read_before_the_nest": stale_sum(before="D[1] = s;"),
+    "dead_sum_set_at_each_trip": stale_sum(after="s = D[t]; D[0] += s;",
+                                           loop=ENCLOSING_LOOP),
+    "dead_sum_set_before_a_break": stale_sum(after="s = 0.0f; if (D[t] > 100) break;",
+                                             loop=ENCLOSING_LOOP, end="D[0] = s;"),
+}
+
+
 FMAF = """
 #include <math.h>
 void sgemm_fmaf(int m, int n, int k, const float *a, const float *b, float *c)
@@ -1576,6 +1710,27 @@ CASES = {
                                        ("int*", m + 3)]),
     "fmaf": (FMAF, "void sgemm_fmaf(int, int, int, const float *, const float *, float *);",
              "float", _plain),
+    **{f"f2c_branches_{kind}": (
+        F2C_BRANCHES, "int dgemm_two(int, int *, int *, int *, double *, double *, int *, "
+                      "double *, int *, double *, int *);",
+        "double", lambda m, n, k, nota=nota: [
+            _int(nota), ("int*", m), ("int*", n), ("int*", k), ("T*", 1, 1),
+            ("T*", k if nota else m, (m if nota else k) + 2), ("int*", (m if nota else k) + 2),
+            ("T*", n, k + 1), ("int*", k + 1), ("T*", n, m + 3), ("int*", m + 3)])
+       for kind, nota in (("nn", 1), ("tn", 0))},
+    **{name: (source, "float f(int, int, const float *, const float *, float *, float *);",
+              "float", lambda m, n, k: [_int(2), _int(m), ("T*", m, m), ("T*", m, m),
+                                        ("T*", m, m), ("T*", 1, 4)])
+       for name, source in DEAD_SUMS.items()},
+    "shared_sum": (SHARED_SUM, "double two_products(int, int, int, const double *, "
+                               "const double *, double *, const double *, double *);",
+                   "double", lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k),
+                                              ("T*", k, n), ("T*", m, n), ("T*", n, n),
+                                              ("T*", m, n)]),
+    "sum_per_batch": (SUM_PER_BATCH, "float batches(int, int, int, const float *, "
+                                     "const float *, float *);",
+                      "float", lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k),
+                                                ("T*", k, n), ("T*", 2 * m, n)]),
     "counter_in_body": (COUNTER_IN_BODY, "void sgemm_counter(int, int, int, const float *, "
                                          "const float *, float *);", "float", _plain),
     "bounds_in_init": (BOUNDS_IN_INIT, "void sgemm_bounds_in_init(int, int, int, const float *, "
