@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pycparser import c_ast, c_generator
 
 from kernelfarer.access import Access, flatten_access
-from kernelfarer.affine import IndexConverter, Poly
+from kernelfarer.affine import IndexConverter, NotAffine, Poly, symbol_text
 from kernelfarer.ctype import Scope
 from kernelfarer.epilogue import check_pure
-from kernelfarer.guards import disjoint, extent, not_negative
+from kernelfarer.guards import (FunctionFacts, Region, apart_store_guards, disjoint, extent,
+                                in_memory, not_negative)
 from kernelfarer.nest import LoopNest, NotGemm
 from kernelfarer.canon_base import names_in
 from kernelfarer.evaluate import Evaluator
@@ -147,8 +148,10 @@ def _header(node: c_ast.For) -> str:
 # -- run-time checks of code run apart from the GEMM -------------------------------------------
 
 def around_guards(nest: LoopNest, ev: Evaluator, around, scope: Scope, iterators: list[str],
-                   sizes: dict, starts: dict, dtype: DType, operands: dict) -> list[Guard]:
-    """Checks that the statements next to the GEMM (fission.py) are independent of it."""
+                   sizes: dict, starts: dict, dtype: DType, operands: dict,
+                   gemm: list[Region], facts: FunctionFacts) -> list[Guard]:
+    """Checks that the statements next to the GEMM (fission.py) are independent of it: what they
+    store overlaps nothing the GEMM reads or writes (`gemm`), what they read nothing of C."""
     outer = iterators[0]
     gemm_nodes = [*nest.pre, *nest.body, *nest.post, *nest.hoisted]
     for lp in nest.loops[1:]:
@@ -169,6 +172,9 @@ def around_guards(nest: LoopNest, ev: Evaluator, around, scope: Scope, iterators
     local_counters = [decl.name for decl in around.loops]
     conv = IndexConverter(scope, [outer, *local_counters])
     guards = []
+    for name in sorted(around.names_written - around.local_names):
+        if in_memory(name, scope, facts):       # a global: a pointer of the GEMM may reach it
+            guards += apart_store_guards(Region.scalar(name), gemm, "the code around the GEMM")
     after_ids = {id(n) for n in around.reads_after}
     for nodes, against, what in ((around.writes, "ABC", "stores to"), (around.reads, "C", "reads")):
         for node in nodes:
@@ -194,6 +200,11 @@ def around_guards(nest: LoopNest, ev: Evaluator, around, scope: Scope, iterators
                 raise NotGemm(f"the code around the GEMM uses the row table '{acc.array}'")
             base = f"((const {acc.elem.address_spelling} *)({acc.array}) + {origin.to_c()})"
             elems = f"(({sizes[outer]}) - 1) * {stride.to_c()} + 1"
+            if what == "stores to":
+                guards += apart_store_guards(
+                    Region(acc.array, base, elems, own_size, acc.array, acc.is_object), gemm,
+                    "the code around the GEMM")
+                continue
             for role in against:
                 other, (op, rs, cs, rows, cols) = operands[role]
                 if acc.is_object and other.is_object:
@@ -205,9 +216,11 @@ def around_guards(nest: LoopNest, ev: Evaluator, around, scope: Scope, iterators
 
 
 def side_statement(side, scope: Scope, ev: Evaluator, ranges: dict, dtype: DType,
-                    accesses: dict, guards: list[Guard]) -> tuple[str, str]:
-    """A statement split off the nest (canonical.Side): the run-time checks that the arrays it
-    stores do not overlap A, B or C and that it reads nothing of C; its loops and its text."""
+                    accesses: dict, guards: list[Guard], gemm: list[Region],
+                    facts: FunctionFacts) -> tuple[str, str]:
+    """A statement split off the nest (canonical.Side): the run-time checks that what it stores
+    (array elements, values behind pointers, members) overlaps nothing the GEMM reads or writes
+    (`gemm`) and that it reads nothing of C; its loops and its text."""
     scope = scope.snapshot()
     scope.push()
     bounds = []
@@ -226,8 +239,17 @@ def side_statement(side, scope: Scope, ev: Evaluator, ranges: dict, dtype: DType
             raise NotGemm("a statement next to the GEMM sits in a loop that is not counted")
         bounds.append((var, lo, cond.right))
     conv = IndexConverter(scope, [v for v, _, _ in bounds])
-    stores, reads = [], []
-    _array_refs(side.statement, stores, reads)
+    stores, reads, scalars = [], [], []
+    _array_refs(side.statement, stores, reads, scalars)
+    for node in scalars:        # `*p`, `s->f`: one object, the same at every trip
+        try:
+            name = symbol_text(node)
+        except NotAffine:
+            raise NotGemm(f"a statement next to the GEMM stores through "
+                          f"'{_GEN.visit(node)}'") from None
+        if in_memory(name, scope, facts):
+            guards += apart_store_guards(Region.scalar(name), gemm,
+                                         "a statement next to the GEMM")
     for node, stored in [(n, True) for n in stores] + [(n, False) for n in reads]:
         acc = flatten_access(node, scope, conv, ev.aliases)
         roles = "ABC" if stored else "C"
@@ -251,6 +273,11 @@ def side_statement(side, scope: Scope, ev: Evaluator, ranges: dict, dtype: DType
         base = f"((const {acc.elem.address_spelling} *)({acc.array}) + {low.to_c()})"
         elems = f"({span.to_c()}) + 1"
         own = f"(kf_index)sizeof({acc.elem.address_spelling})"
+        if stored:
+            guards += apart_store_guards(Region(acc.array, base, elems, own, acc.array,
+                                                acc.is_object), gemm,
+                                         "a statement next to the GEMM")
+            continue
         for role in roles:
             other, (op, rs, cs, rows, cols) = accesses[role], ranges[role]
             if acc.is_object and other.is_object:
@@ -266,21 +293,28 @@ def side_statement(side, scope: Scope, ev: Evaluator, ranges: dict, dtype: DType
     return header, " ".join(text.split())
 
 
-def _array_refs(node: c_ast.Node, stores: list, reads: list) -> None:
-    """The array elements a statement stores to and reads (a compound assignment both)."""
-    if isinstance(node, c_ast.Assignment) and isinstance(node.lvalue, c_ast.ArrayRef):
-        stores.append(node.lvalue)
-        if node.op != "=":
-            reads.append(node.lvalue)
-        _array_refs(node.lvalue.subscript, stores, reads)
-        _array_refs(node.rvalue, stores, reads)
+def _array_refs(node: c_ast.Node, stores: list, reads: list, scalars: list) -> None:
+    """The array elements a statement stores to and reads (a compound assignment both), and the
+    other places it stores to (`scalars`: `*p`, `s->f`, as lvalues)."""
+    target = node.lvalue if isinstance(node, c_ast.Assignment) else \
+        node.expr if isinstance(node, c_ast.UnaryOp) and node.op in ("++", "--", "p++", "p--") \
+        else None
+    if isinstance(target, c_ast.ArrayRef):
+        stores.append(target)
+        if not isinstance(node, c_ast.Assignment) or node.op != "=":
+            reads.append(target)
+        _array_refs(target.subscript, stores, reads, scalars)
+        if isinstance(node, c_ast.Assignment):
+            _array_refs(node.rvalue, stores, reads, scalars)
         return
+    if target is not None and not isinstance(target, c_ast.ID):
+        scalars.append(target)
     if isinstance(node, c_ast.ArrayRef):
         reads.append(node)
-        _array_refs(node.subscript, stores, reads)
+        _array_refs(node.subscript, stores, reads, scalars)
         return
     for _, child in node.children():
-        _array_refs(child, stores, reads)
+        _array_refs(child, stores, reads, scalars)
 
 
 def _finished_row_guards(acc: Access, c_operand, outer: str, counters: list[str], around,

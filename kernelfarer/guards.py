@@ -211,6 +211,53 @@ def range_guards(checks, conv: IndexConverter, loops: dict) -> list[Guard]:
     return guards
 
 
+def in_memory(name: str, scope: Scope, facts: FunctionFacts) -> bool:
+    """Whether the scalar `name` (a symbol as affine.symbol_text spells it) lives where a store
+    through a pointer can reach it: a value behind a pointer, a member through one or an array's
+    element (`(*p)`, `p->f`, `dims[0]`), or a global, static, extern or address-taken variable (or a member of one); a plain
+    local lives apart from all memory a pointer reaches."""
+    if "->" in name or name.startswith("(*") or "[" in name:
+        return True
+    decl = scope.lookup(_ROOT.match(name)[1])
+    storage = (decl.storage or []) if decl is not None else []
+    return decl is not None and (scope.is_global(decl) or "static" in storage
+                                 or "extern" in storage or _ROOT.match(name)[1] in facts.address_taken)
+
+
+@dataclass(frozen=True)
+class Region:
+    """Memory the GEMM reads or writes (its operands' views, what its epilogue reads, the scalars
+    it reads once), as run-time checks spell it: `elems` elements of `size` bytes from `base`."""
+
+    name: str                  # the array or scalar, as remarks name it
+    base: str                  # C pointer expression to its first element
+    elems: str
+    size: str
+    root: str                  # the variable it is reached through (A of A[i], p of (*p))
+    is_object: bool = False    # a named array object: distinct from every other named object
+
+    @classmethod
+    def scalar(cls, name: str) -> "Region":
+        """The object a scalar symbol names (`(*p)`, `s->f`, a global `g`)."""
+        return cls(name=f"'{name}'", base=f"&({name})", elems="1",
+                   size=f"(kf_index)sizeof({name})", root=_ROOT.match(name)[1])
+
+
+def apart_store_guards(store: Region, gemm: list[Region], what: str) -> list[Guard]:
+    """A store of code that runs apart from the GEMM (beside it in its loops: fission.py) must not
+    reach anything the GEMM reads or writes: run-time checks that `store` overlaps none of `gemm`
+    (refused where it stores through the same variable)."""
+    guards = []
+    for region in gemm:
+        if region.root == store.root:
+            raise NotGemm(f"{what} stores to '{store.root}', which the GEMM uses")
+        if region.is_object and store.is_object:
+            continue
+        guards.append(disjoint(store.name, store.base, store.elems, region.name, region.base,
+                               region.elems, store.size, region.size))
+    return guards
+
+
 def scalar_alias_guards(names: set[str], bitfields: set[str], facts: FunctionFacts,
                         scope: Scope, c: Access, ranges: dict, dtype: DType,
                         c_store: str = "") -> list[Guard]:

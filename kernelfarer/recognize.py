@@ -29,9 +29,9 @@ from kernelfarer.epilogue import (PURE_FUNCTIONS, SUM_COPY_ELEMENT, epilogue_for
                                   plain_statements)
 from kernelfarer.evaluate import ZERO, Evaluator, Lin, _one_line, lin_add
 from kernelfarer.fission import around_form, around_guards, side_statement
-from kernelfarer.guards import (FunctionFacts, alias_guards, bound_guards, memory_symbols,
-                                not_negative, range_guards, row_tables, scalar_alias_guards,
-                                simplify_guards, wrap_guards)
+from kernelfarer.guards import (FunctionFacts, Region, alias_guards, bound_guards, extent,
+                                in_memory, memory_symbols, not_negative, range_guards, row_tables,
+                                scalar_alias_guards, simplify_guards, wrap_guards)
 from kernelfarer.model import AccessModel, StatementModel, build_model
 from kernelfarer.nest import LoopNest, NotGemm, parse_nest
 from kernelfarer.spec import SIZE_NAMES, CInit, Conversion, GemmSpec, Guard, Operand
@@ -301,6 +301,7 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
         guards.append(Guard(f"kf_rows_uniform({table}, {size}, {symbol}, "
                             f"(kf_index)sizeof({c_type if acc is c_access else dtype.in_ctype}))",
                             f"the rows of {acc.array} are evenly spaced"))
+    epilogue_reads: list[Region] = []
     if epi is not None:
         for read in epi.reads:
             acc = flatten_access(read, scope, IndexConverter(scope, iterators), ev.aliases)
@@ -308,6 +309,10 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
                 raise NotGemm(f"the epilogue reads '{acc.array}', the result")
             view, rs, cs = operand(acc, m_var, n_var, False, element=acc.elem.address_spelling)
             ranges["epilogue"] = (view, rs, cs, sizes[m_var], sizes[n_var])
+            epilogue_reads.append(Region(acc.array, view.base,
+                                         extent(rs, cs, sizes[m_var], sizes[n_var]),
+                                         f"(kf_index)sizeof({acc.elem.address_spelling})",
+                                         acc.array, acc.is_object))
             if set(acc.index.split(iterators)[0]) - {m_var, n_var}:
                 raise NotGemm(f"the epilogue reads '{acc.array}' along the k loop")
             guards += alias_guards(c_access, [acc], {"A": ranges["epilogue"], "C": ranges["C"]},
@@ -368,6 +373,23 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
             tile_refusal = str(exc)
 
     around = around_form(nest, functions=functions or PURE_FUNCTIONS)
+    gemm_memory: list[Region] = []
+    if around is not None or canon.side:
+        # what the GEMM reads or writes, which code run apart from it must not store to: its
+        # operands, what its epilogue reads, the scalars in memory it reads once
+        for role, acc in (("A", a_acc), ("B", b_acc), ("C", c_access)):
+            op, rs, cs, rows, cols = ranges[role]
+            gemm_memory.append(Region(acc.array, op.base, extent(rs, cs, rows, cols),
+                                      f"(kf_index)sizeof({c_type if role == 'C' else dtype.in_ctype})",
+                                      acc.array, acc.is_object))
+        gemm_memory += epilogue_reads
+        scalars, _ = memory_symbols((*nest.pre, *nest.post))
+        for name in sorted(hoisted | scalars):
+            if in_memory(name, scope, facts):
+                if name in bitfields:
+                    raise NotGemm(f"bit-field '{name}' is read once by the rewrite, and the "
+                                  "code beside the GEMM stores through pointers")
+                gemm_memory.append(Region.scalar(name))
     if c_store and (around is not None or canon.side):
         raise NotGemm(f"'{c_access.array}' holds {c_store}, converted from {dtype.ctype} sums, "
                       "and the nest holds other code (run apart, it would see C through a copy)")
@@ -379,14 +401,15 @@ def recognize_nest(outer: c_ast.For, scope: Scope, facts: FunctionFacts,
                                       c_access, ranges, dtype)
         guards += around_guards(nest, ev, around, scope, iterators, sizes, starts, dtype,
                                  {"A": (a_acc, ranges["A"]), "B": (b_acc, ranges["B"]),
-                                  "C": (c_access, ranges["C"])})
+                                  "C": (c_access, ranges["C"])}, gemm_memory, facts)
 
     order = "".join(v if len(v) == 1 else f"[{v}]" for v in iterators)
     shape = " ".join(f"{name}={loops[v].upper - loops[v].lower}"
                      for name, v in zip("MNK", (m_var, n_var, k_var)))
     guards += _zero_skip_guards(canon, scope, conv, ev, dtype, a_acc, b_acc, ranges, alpha)
     side = tuple(side_statement(entry, scope, ev, ranges, dtype, {
-        "A": a_acc, "B": b_acc, "C": c_access}, guards) for entry in canon.side)
+        "A": a_acc, "B": b_acc, "C": c_access}, guards, gemm_memory, facts)
+        for entry in canon.side)
     if canon.side:          # statements split off the nest run apart: what they read, too
         guards += _memory_read_guards([entry.statement for entry in canon.side], scope, facts,
                                       c_access, ranges, dtype)
