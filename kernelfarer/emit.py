@@ -183,7 +183,8 @@ SUPPORT_END = ("#if defined(KERNELFARER_SUPPORT_WARNINGS)\n"
 
 # Prelude helpers emitted only when the code after the prelude calls them: an unused static
 # function is a warning (-Wunused-function) in the user's file.
-OPTIONAL_HELPERS = ("kf_min", "kf_max", "kf_floordiv", "kf_nonnegative", "kf_disjoint",
+OPTIONAL_HELPERS = ("kf_min", "kf_max", "kf_floordiv", "kf_nonnegative", "kf_in_range",
+                    "kf_disjoint",
                     "kf_row_stride",
                     "kf_rows_uniform", "kf_isfinite_s", "kf_isfinite_d", "kf_all_finite_s",
                     "kf_all_finite_d", "kf_alloc64", "kf_scratch_take", "kf_cache_take",

@@ -61,6 +61,15 @@ def simplify_guards(guards: list[Guard], size_exprs: dict, order: tuple) -> list
 def bound_guards(nest: LoopNest) -> list[Guard]:
     guards = []
     for lp in nest.loops:
+        t = lp.var_type
+        low, high = (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.signed else \
+            (0, (1 << t.bits) - 1)
+        for value, why in lp.held:          # a counter narrower than int (nest.parse_loop)
+            known = value.const_value()
+            if known is None:
+                guards.append(Guard(f"kf_in_range({value.to_c()}, {low}, {high})", why))
+            elif not low <= known <= high:
+                raise NotGemm(f"{why.replace('fits', 'does not fit')}: the counter wraps")
         if not lp.compare_type.signed and lp.var_type.signed:
             value = lp.lower.const_value()
             if value is None:

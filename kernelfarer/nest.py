@@ -34,6 +34,9 @@ class Loop:
     declared_in_for: bool
     compare_type: Scalar    # the type in which `var < bound` is evaluated
     sign_checks: tuple[Poly, ...] = ()   # invariants the bounds convert to unsigned (>= 0)
+    held: tuple[tuple[Poly, str], ...] = ()  # a counter narrower than int: values it must hold
+                                         # (its start, and its end, which `v < end` compares
+                                         # it with), and why; checked at run time in its range
 
 
 @dataclass(frozen=True)
@@ -209,8 +212,7 @@ def parse_loop(node: c_ast.For, scope: Scope, outer_vars: list[str],
         raise NotGemm(f"loop variable '{var}' is not an integer")
     if var_type.volatile:
         raise NotGemm(f"loop variable '{var}' is volatile (or _Atomic)")
-    if var_type.bits < 32:
-        raise NotGemm(f"loop variable '{var}' is narrower than int ({var_type.spelling})")
+    narrow = var_type.bits < 32     # promoted to int wherever it is read
     upper_node, inclusive = _loop_cond(node, var)
     _loop_step(node, var)
     conv = IndexConverter(scope, outer_vars + [var], values)
@@ -229,7 +231,9 @@ def parse_loop(node: c_ast.For, scope: Scope, outer_vars: list[str],
         if var in poly.symbols():
             raise NotGemm(f"bound of loop '{var}' depends on the loop variable itself")
     compare = ctype.usual_conversion(ctype.strip_qualifiers(var_type), bound_type)
-    if not compare.signed:
+    if narrow:
+        pass        # the loop ends as an int loop would where its values fit: `held`, below
+    elif not compare.signed:
         if not var_type.signed and var_type.bits < compare.bits:
             raise NotGemm(f"loop variable '{var}' ({var_type.spelling}) is narrower than its "
                           f"bound ({compare.spelling}): the loop may not terminate")
@@ -238,10 +242,17 @@ def parse_loop(node: c_ast.For, scope: Scope, outer_vars: list[str],
                       f"({compare.spelling})")
     if inclusive:
         upper = upper + Poly.const(1)
+    held = ()
+    if narrow:
+        # `for (uint16_t i = 0; i < M; i++)` counts 0 .. M - 1 and ends at M as an int counter
+        # would when the start and the end fit its type; where they do not, the counter wraps
+        # (or the loop never ends) and the original runs
+        held = ((lower, f"the start of '{var}' fits {var_type.spelling}"),
+                (upper, f"the end of '{var}' fits {var_type.spelling}"))
     return Loop(var=var, lower=lower, upper=upper, node=node,
                 var_type=ctype.strip_qualifiers(var_type), declared_in_for=declared,
                 compare_type=compare,
-                sign_checks=tuple(conv.sign_checks))
+                sign_checks=tuple(conv.sign_checks), held=held)
 
 
 def _init_values(node: c_ast.For, scope: Scope, loop_vars: list[str],

@@ -1327,6 +1327,18 @@ void f(int n, const float *A, const float *B, float *C, float *d)
     }
 }""", "outside the row it just finished"),
     **{name: (source, "'s' is used after the nest") for name, source in STALE_SUMS.items()},
+    "a uint8_t counter up to 300 (it wraps: the original never ends)": ("""
+#include <stdint.h>
+void f(int M, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (uint8_t j = 0; j < 300; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s += A[i * K + k] * B[k * 300 + j];
+            C[i * 300 + j] = s;
+        }
+}""", "the end of 'j' does not fit unsigned char"),
     "hoisted operand read after the nest": ("""
 float last;
 void f(int n, const float *A, const float *B, float *C)

@@ -196,6 +196,22 @@ DEAD_SUMS = {
 }
 
 
+# Counters narrower than int (embedded code's uint8_t / uint16_t, or short): they count as int
+# counters do where the start and the end fit their type, checked at run time (nest.parse_loop).
+NARROW_COUNTERS = """
+#include <stdint.h>
+void narrow(uint16_t M, int N, short K, const float *A, const float *B, float *C)
+{
+    for (uint16_t i = 0; i < M; i++)
+        for (uint8_t j = 0; j < N; j++) {
+            float s = 0;
+            for (short k = 0; k < K; k++)
+                s += A[i * K + k] * B[k * N + j];
+            C[i * N + j] = s;
+        }
+}
+"""
+
 FMAF = """
 #include <math.h>
 void sgemm_fmaf(int m, int n, int k, const float *a, const float *b, float *c)
@@ -1722,6 +1738,8 @@ CASES = {
               "float", lambda m, n, k: [_int(2), _int(m), ("T*", m, m), ("T*", m, m),
                                         ("T*", m, m), ("T*", 1, 4)])
        for name, source in DEAD_SUMS.items()},
+    "narrow_counters": (NARROW_COUNTERS, "void narrow(uint16_t, int, short, const float *, "
+                                         "const float *, float *);", "float", _plain),
     "shared_sum": (SHARED_SUM, "double two_products(int, int, int, const double *, "
                                "const double *, double *, const double *, double *);",
                    "double", lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k),
