@@ -222,6 +222,21 @@ class IndexConverter:
     def type_of(self, node: c_ast.Node) -> Scalar:
         return self._convert(node)[1]
 
+    def _enumerator_value(self, items: tuple, index: int) -> int:
+        """The value of enumeration constant items[index]: its given constant expression, else
+        one more than the one before it (0 for the first); an int, as C gives them."""
+        item = items[index]
+        if item.value is None:
+            value = 0 if index == 0 else self._enumerator_value(items, index - 1) + 1
+        else:
+            value = self._convert(item.value)[0].const_value()
+            if value is None:
+                raise NotAffine(f"enumeration constant '{item.name}' has a value this analysis "
+                                "does not compute")
+        if not -2**31 <= value < 2**31:
+            raise NotAffine(f"enumeration constant '{item.name}' does not fit in an int")
+        return value
+
     def _convert(self, node: c_ast.Node) -> tuple[Poly, Scalar]:
         if isinstance(node, c_ast.Constant):
             if node.type not in ("int", "long int", "unsigned int", "long long int",
@@ -235,6 +250,9 @@ class IndexConverter:
             return _modular(Poly.const(value), t), t
         if isinstance(node, c_ast.ID) and node.name in self.values:
             return self._convert(self.values[node.name])
+        if isinstance(node, c_ast.ID) and self.scope.enumerator(node.name) is not None:
+            value = self._enumerator_value(*self.scope.enumerator(node.name))
+            return Poly.const(value), ctype.INT
         if isinstance(node, (c_ast.ID, c_ast.StructRef)) or is_deref(node):
             name = symbol_text(node)
             t = self.scope.type_of_expr(node)
@@ -258,6 +276,15 @@ class IndexConverter:
             if node.op == "+":
                 p, t = self._convert(node.expr)
                 return p, ctype.promote(t)
+            if node.op == "sizeof":             # `sizeof(P) / sizeof(P[0])`, ARRAY_SIZE(P)
+                if isinstance(node.expr, c_ast.ID):
+                    decl = self.scope.lookup(node.expr.name)
+                    if decl is not None and self.scope.is_param(decl):
+                        # an array parameter is a pointer: its size is the ABI's
+                        raise NotAffine(f"sizeof of parameter '{node.expr.name}' in an index")
+                t = ctype.resolve(node.expr.type, self.scope.typedefs) \
+                    if isinstance(node.expr, c_ast.Typename) else self.scope.type_of_expr(node.expr)
+                return Poly.const(_size_of(t)), ctype.ULONG
             raise NotAffine(f"operator '{node.op}' in an index")
         if isinstance(node, c_ast.BinaryOp) and node.op == "/":
             return self._quotient(node)
@@ -295,12 +322,17 @@ class IndexConverter:
         """`s / d` for an invariant s (a name or member chain, not a loop variable) and a
         positive integer constant d: a value of its own, `(s / d)`, which the call site computes
         as the original does (a byte stride in elements, `is1_n / 8`: canon_views.py)."""
-        if not (isinstance(node.right, c_ast.Constant) and isinstance(
-                node.left, (c_ast.ID, c_ast.StructRef)) or is_deref(node.left)):
-            raise NotAffine("operator '/' in an index")
         left, lt = self._convert(node.left)
         right, rt = self._convert(node.right)
         d = right.const_value()
+        if left.is_const() and d:       # constants: C's quotient, truncated towards zero
+            t = ctype.usual_conversion(lt, rt)
+            n = left.const_value()
+            q = abs(n) // abs(d) * (1 if (n >= 0) == (d > 0) else -1)
+            return _modular(Poly.const(q), t), t
+        if not (isinstance(node.right, c_ast.Constant) and isinstance(
+                node.left, (c_ast.ID, c_ast.StructRef)) or is_deref(node.left)):
+            raise NotAffine("operator '/' in an index")
         if left.symbols() & self.iterators or d is None or d <= 0:
             raise NotAffine("operator '/' in an index")
         t = ctype.usual_conversion(lt, rt)
@@ -320,6 +352,17 @@ class IndexConverter:
             if value is None or not self.allow_wrap_checks:
                 raise NotAffine(f"'{op}' in {t.spelling} index arithmetic may wrap around")
             self.wrap_checks.append((value, t.bits))
+
+
+def _size_of(t) -> int:
+    """sizeof of a type of known size: integers, float and double (and 16-bit floats), and arrays
+    of them whose dimensions are constants (nothing whose size depends on the ABI's layout)."""
+    if isinstance(t, Scalar) and t.bits in ((8, 16, 32, 64) if t.kind == "int" else (16, 32, 64)):
+        return t.bits // 8
+    if isinstance(t, ctype.Array) and isinstance(t.dim, c_ast.Constant):
+        count, _ = int_constant(t.dim)
+        return count * _size_of(t.of)
+    raise NotAffine("sizeof of a type whose size this analysis does not know")
 
 
 def c_literal(value: int) -> str:

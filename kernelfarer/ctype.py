@@ -246,7 +246,9 @@ class Scope:
 
     def __init__(self, typedefs: Mapping[str, c_ast.Node]) -> None:
         self._file_types = typedefs
-        self._frames: list[dict[str, c_ast.Decl]] = [{}]
+        # each frame's names: declarations, or enumeration constants (their enumerator list
+        # and position: affine.IndexConverter computes the value)
+        self._frames: list[dict[str, c_ast.Decl | tuple]] = [{}]
         self._type_frames: list[dict[str, c_ast.Node]] = [{}]   # block-scope typedefs
         self._params: set[int] = set()
         self._members: dict[str, CType] = {}   # member chains read as another type (`view`)
@@ -269,11 +271,32 @@ class Scope:
         if decl.name:
             self._frames[-1][decl.name] = decl
         self._define_structs(decl.type)
+        self.declare_enumerators(decl.type)
 
     def declare_typedef(self, typedef: c_ast.Typedef) -> None:
         """`typedef float row[n];` in a block (a VLA type: its size is n's value here)."""
         self._type_frames[-1][typedef.name] = typedef.type
         self._define_structs(typedef.type)
+        self.declare_enumerators(typedef.type)
+
+    def declare_enumerators(self, node: c_ast.Node) -> None:
+        """The enumeration constants an enum definition in `node` declares (`enum { ROWS = 16,
+        COLS };`, in a typedef, a struct, a declaration), in this block."""
+        if isinstance(node, c_ast.Enum) and node.values is not None:
+            items = tuple(node.values.enumerators)
+            for index, item in enumerate(items):
+                self._frames[-1][item.name] = (items, index)
+        for _, child in node.children():
+            self.declare_enumerators(child)
+
+    def enumerator(self, name: str) -> tuple | None:
+        """(the enumerator list, the position) of the enumeration constant `name` visible here,
+        or None (no such name, or a variable hides it)."""
+        for frame in reversed(self._frames):
+            if name in frame:
+                entry = frame[name]
+                return entry if isinstance(entry, tuple) else None
+        return None
 
     def _define_structs(self, node: c_ast.Node) -> None:
         """Struct and union definitions in a block hide the file's of the same tag."""
@@ -294,7 +317,8 @@ class Scope:
     def lookup(self, name: str) -> c_ast.Decl | None:
         for frame in reversed(self._frames):
             if name in frame:
-                return frame[name]
+                entry = frame[name]
+                return None if isinstance(entry, tuple) else entry
         return None
 
     def snapshot(self) -> "Scope":

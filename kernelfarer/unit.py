@@ -369,6 +369,8 @@ def find_candidates(tu: TranslationUnit) -> list[Candidate]:
     for ext in tu.ast.ext:
         if isinstance(ext, c_ast.Decl):
             scope.declare(ext)
+        elif isinstance(ext, c_ast.Typedef):
+            scope.declare_enumerators(ext.type)     # `typedef enum { ... } kind;`
         elif isinstance(ext, c_ast.FuncDef):
             scope.declare(ext.decl)
             if tu.source.is_here(ext.coord):
@@ -383,6 +385,8 @@ def find_candidates(tu: TranslationUnit) -> list[Candidate]:
                             break
                         if isinstance(earlier, c_ast.Decl):
                             scope.declare(earlier)
+                        elif isinstance(earlier, c_ast.Typedef):
+                            scope.declare_enumerators(earlier.type)
                         elif isinstance(earlier, c_ast.FuncDef):
                             scope.declare(earlier.decl)
                     scope.declare(ext.decl)

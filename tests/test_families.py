@@ -1327,6 +1327,14 @@ void f(int n, const float *A, const float *B, float *C, float *d)
     }
 }""", "outside the row it just finished"),
     **{name: (source, "'s' is used after the nest") for name, source in STALE_SUMS.items()},
+    "sizeof of an array parameter (a pointer's size) in a bound": ("""
+void f(float a[8][8], float b[8][8], float c[8][8])
+{
+    for (unsigned long i = 0; i < sizeof(a) / sizeof(a[0]); i++)
+        for (unsigned long j = 0; j < 8; j++)
+            for (unsigned long k = 0; k < 8; k++)
+                c[i][j] += a[i][k] * b[k][j];
+}""", "sizeof of parameter 'a'"),
     "a uint8_t counter up to 300 (it wraps: the original never ends)": ("""
 #include <stdint.h>
 void f(int M, int K, const float *A, const float *B, float *C)

@@ -212,6 +212,51 @@ void narrow(uint16_t M, int N, short K, const float *A, const float *B, float *C
 }
 """
 
+# Sizes that are enumeration constants (file scope, in a typedef, in the function; implicit
+# values counted on from the one before) and sizeof quotients (ARRAY_SIZE of a row), constants
+# of the file: before, "'ROWS' is not a declared variable" and "operator '/' in an index".
+ENUM_SIZES = """
+enum { ROWS = 16, INNER = ROWS - 4, COLS };
+typedef enum { SCALE = 1 << 1 } scale_t;
+void enum_sizes(const float *A, const float *B, float *C)
+{
+    enum { EXTRA = 1 };
+    for (int i = 0; i < ROWS + EXTRA; i++)
+        for (int j = 0; j < COLS; j++) {
+            float s = 0;
+            for (int k = 0; k < INNER; k++)
+                s += A[i*INNER + k] * B[k*COLS + j];
+            C[i*COLS + j] = SCALE * s;
+        }
+}
+"""
+# ... a variable of the function hides the enumeration constant of its name
+ENUM_HIDDEN = """
+enum { N = 8 };
+void enum_hidden(int m, const float *A, const float *B, float *C)
+{
+    int N = m;
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < 8; j++)
+            for (int k = 0; k < 8; k++)
+                C[i*8 + j] += A[i*8 + k] * B[k*8 + j];
+}
+"""
+COUNT_SIZES = """
+#include <stddef.h>
+#define COUNT(row) (sizeof(row) / sizeof((row)[0]))
+void row_sizes(int m, const double (*A)[20], const double (*B)[24], double (*C)[24])
+{
+    for (int i = 0; i < m; i++)
+        for (size_t j = 0; j < COUNT(C[0]); j++) {
+            double s = 0;
+            for (size_t k = 0; k < COUNT(A[0]); k++)
+                s += A[i][k] * B[k][j];
+            C[i][j] = s;
+        }
+}
+"""
+
 FMAF = """
 #include <math.h>
 void sgemm_fmaf(int m, int n, int k, const float *a, const float *b, float *c)
@@ -1738,6 +1783,13 @@ CASES = {
               "float", lambda m, n, k: [_int(2), _int(m), ("T*", m, m), ("T*", m, m),
                                         ("T*", m, m), ("T*", 1, 4)])
        for name, source in DEAD_SUMS.items()},
+    "enum_sizes": (ENUM_SIZES, "void enum_sizes(const float *, const float *, float *);",
+                   "float", lambda m, n, k: [("T*", 17, 12), ("T*", 12, 13), ("T*", 17, 13)]),
+    "enum_hidden": (ENUM_HIDDEN, "void enum_hidden(int, const float *, const float *, float *);",
+                    "float", lambda m, n, k: [_int(m), ("T*", m, 8), ("T*", 8, 8), ("T*", m, 8)]),
+    "count_sizes": (COUNT_SIZES, "void row_sizes(int, const double *, const double *, "
+                                 "double *);", "double",
+                    lambda m, n, k: [_int(m), ("T*", m, 20), ("T*", 20, 24), ("T*", m, 24)]),
     "narrow_counters": (NARROW_COUNTERS, "void narrow(uint16_t, int, short, const float *, "
                                          "const float *, float *);", "float", _plain),
     "shared_sum": (SHARED_SUM, "double two_products(int, int, int, const double *, "
