@@ -66,6 +66,9 @@ class Context:
                                                    # a sum of products over a loop (canon_calls)
     accessors: Mapping[str, c_ast.FuncDef] = field(default_factory=dict)  # ... that read or
                                                    # store an element (getters and setters)
+    void_functions: Mapping[str, c_ast.FuncDef] = field(default_factory=dict)  # ... void ones
+                                                   # whose loop stores through a pointer
+                                                   # parameter (a dot into *s, an axpy)
 
 
 def with_declarations(context: Context, *nodes: c_ast.Node | None) -> Context:

@@ -92,6 +92,97 @@ def _dot_shape(func: c_ast.FuncDef):
     return sums[0], loop, ret.expr, stepped
 
 
+# -- void helpers: a dot into an out pointer, an axpy --------------------------------------------
+#
+#     static void vec_dot(int n, float *s, const float *x, const float *y)
+#     { float sum = 0.0f; for (int t = 0; t < n; t++) sum += x[t] * y[t]; *s = sum; }
+#     static void axpy(int n, float *y, const float *x, float v)
+#     { for (int t = 0; t < n; t++) y[t] += x[t] * v; }
+#     ...
+#             vec_dot(K, &C[i*N + j], A + i*K, Bt + j*K);       (or axpy(N, C + i*N, B + k*N, a))
+#
+# A call statement of such a helper is its body, the parameters replaced as for a dot helper
+# (the arguments read in place, stepped ones copied): it stores through its pointer parameters,
+# so a value argument read in place may read what a store changed, but the nest this makes is
+# taken only as a GEMM whose run-time checks keep its stores (C) apart from everything it reads.
+
+def void_functions(ast: c_ast.FileAST) -> dict[str, c_ast.FuncDef]:
+    """The file's void functions of the loop shape (`_void_shape`)."""
+    return {ext.decl.name: ext for ext in ast.ext
+            if isinstance(ext, c_ast.FuncDef) and _void_shape(ext) is not None}
+
+
+def _void_shape(func: c_ast.FuncDef) -> frozenset[str] | None:
+    """The parameters the body assigns, for a `void` function whose body is declarations of
+    locals, one for or while loop, then stores through its pointer parameters (`*s = sum;`),
+    which stores nothing but its locals and parameters and through its pointer parameters, and
+    calls nothing, takes no address, neither jumps nor returns; else None."""
+    if not _is_void(func.decl.type.type):
+        return None
+    params = getattr(func.decl.type.args, "params", None) or []
+    if not all(isinstance(p, c_ast.Decl) and p.name and
+               isinstance(p.type, (c_ast.TypeDecl, c_ast.PtrDecl, c_ast.ArrayDecl))
+               for p in params):
+        return None
+    pointers = {p.name for p in params if isinstance(p.type, (c_ast.PtrDecl, c_ast.ArrayDecl))}
+    items = func.body.block_items or []
+    loops = [i for i, item in enumerate(items) if isinstance(item, (c_ast.For, c_ast.While))]
+    if len(loops) != 1:
+        return None
+    decls, loop, stores = items[:loops[0]], items[loops[0]], items[loops[0] + 1:]
+    if not all(isinstance(d, c_ast.Decl) and set(d.storage) <= {"register"} and
+               isinstance(d.type, (c_ast.TypeDecl, c_ast.PtrDecl)) and
+               (d.init is None or side_effect_free(d.init, frozenset())) for d in decls):
+        return None
+    if not all(isinstance(x, c_ast.Assignment) and _through(x.lvalue, pointers)
+               for x in stores):
+        return None
+    if any(isinstance(n, (c_ast.FuncCall, c_ast.Return, c_ast.Goto, c_ast.Label, c_ast.Break,
+                          c_ast.Continue)) or (isinstance(n, c_ast.UnaryOp) and n.op == "&")
+           for n in walk(func.body)):
+        return None
+    owned = {p.name for p in params} | {n.name for n in walk(func.body)
+                                       if isinstance(n, c_ast.Decl)}
+    for n in walk(loop):
+        target = n.lvalue if isinstance(n, c_ast.Assignment) else \
+            n.expr if isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--") \
+            else None
+        if target is not None and not (isinstance(target, c_ast.ID) and target.name in owned
+                                       or _through(target, pointers)):
+            return None
+    stepped = frozenset(assigned_names(func.body) & {p.name for p in params})
+    if stepped & {name for x in stores for name in names_in(x.lvalue)}:
+        return None                          # (the trailing store's pointer, stepped)
+    if any(p.name in stepped and not isinstance(p.type, (c_ast.TypeDecl, c_ast.PtrDecl))
+           for p in params):
+        return None                          # (an array parameter stepped: a pointer really)
+    if not any(_through(t, pointers) for x in walk(func.body)
+               for t in ([x.lvalue] if isinstance(x, c_ast.Assignment) else [])):
+        return None                          # it stores nothing the caller sees
+    return stepped
+
+
+def _through(node: c_ast.Node, pointers: set[str]) -> bool:
+    """`p[e]` or `*p` (`*p++`) of a pointer parameter p."""
+    if isinstance(node, c_ast.ArrayRef):
+        return isinstance(node.name, c_ast.ID) and node.name.name in pointers
+    if isinstance(node, c_ast.UnaryOp) and node.op == "*":
+        inner = node.expr
+        if isinstance(inner, c_ast.UnaryOp) and inner.op in ("p++", "p--", "++", "--"):
+            inner = inner.expr
+        return isinstance(inner, c_ast.ID) and inner.name in pointers
+    return False
+
+
+def _element_form(node: c_ast.Node, pointers: set[str]) -> c_ast.Node:
+    """`*p` of the pointer parameters p (not stepped) as `p[0]`, which _substituted reads as an
+    element of the argument."""
+    if isinstance(node, c_ast.UnaryOp) and node.op == "*" and isinstance(node.expr, c_ast.ID) \
+            and node.expr.name in pointers:
+        return c_ast.ArrayRef(node.expr, c_ast.Constant("int", "0"), coord=node.coord)
+    return map_children(node, lambda child: _element_form(child, pointers))
+
+
 def _stores_only(node: c_ast.Node, names: set[str]) -> bool:
     """Every assignment and ++/-- of `node` stores to one of `names` (a variable, not through
     it)."""
@@ -111,15 +202,17 @@ def inline_dot_calls(node: c_ast.For, canon: Canonical, context: Context) -> boo
     """Each statement of the nest's loop bodies `x = <... f(args) ...>;` (or a declaration so
     initialized) that calls one dot-product function of the file once, unconditionally, with
     arguments without side effects, as the helper's sum and loop followed by the statement
-    reading the sum.  Whether any call was inlined."""
-    if not context.dot_functions:
+    reading the sum; each call statement `f(args);` of a void helper (`_void_shape`) as its
+    body.  Whether any call was inlined."""
+    if not context.dot_functions and not context.void_functions:
         return False
     changed = False
     for loop in nest_loops(node):
         items = items_of(loop.stmt)
         out: list[c_ast.Node] = []
         for item in items:
-            inlined = _inline(item, node, context)
+            inlined = _inline(item, node, context) if not isinstance(item, c_ast.FuncCall) \
+                else _inline_void(item, node, context)
             if inlined is None:
                 out.append(item)
                 continue
@@ -134,7 +227,65 @@ def inline_dot_calls(node: c_ast.For, canon: Canonical, context: Context) -> boo
 
 def _called(stmt: c_ast.Node, context: Context) -> str:
     return next(n.name.name for n in walk(stmt) if isinstance(n, c_ast.FuncCall)
-                and isinstance(n.name, c_ast.ID) and n.name.name in context.dot_functions)
+                and isinstance(n.name, c_ast.ID) and (n.name.name in context.dot_functions
+                                                      or n.name.name in context.void_functions))
+
+
+def _inline_void(call: c_ast.FuncCall, nest: c_ast.Node,
+                 context: Context) -> list[c_ast.Node] | None:
+    """The statements a call statement of a void helper stands for, or None."""
+    if not (isinstance(call.name, c_ast.ID) and call.name.name in context.void_functions):
+        return None
+    func = context.void_functions[call.name.name]
+    params = getattr(func.decl.type.args, "params", None) or []
+    args = call.args.exprs if call.args is not None else []
+    if len(args) != len(params) or \
+            not all(side_effect_free(a, context.functions) for a in args):
+        return None
+    stepped = _void_shape(func)
+    declared = {n.name for n in walk(nest) if isinstance(n, c_ast.Decl)}
+    if stepped is None or not _globals_seen(func, declared, context):
+        return None
+    pointers = {p.name for p in params if isinstance(p.type, (c_ast.PtrDecl, c_ast.ArrayDecl))
+                and p.name not in stepped}
+    bound = _bound_body(func, args, [_element_form(clone(x), pointers)
+                                     for x in func.body.block_items or []],
+                        stepped, nest, declared, call.coord, context)
+    if bound is None:
+        return None
+    body, copies, _ = bound
+    return copies + body
+
+
+def _bound_body(func: c_ast.FuncDef, args: list, body: list, stepped: frozenset[str],
+                nest: c_ast.Node, declared: set[str], coord, context: Context):
+    """(the helper's statements `body` with its parameters replaced by the arguments, the copies
+    declared for the parameters it steps, the new names) or None: its locals and stepped
+    parameters renamed apart from the nest's names, each stepped one a variable set to its
+    argument as the call sets it, the others read in place (_argument)."""
+    params = getattr(func.decl.type.args, "params", None) or []
+    taken = names_in(nest) | declared | {p.name for p in params}
+    renames = {}
+    for name in [p.name for p in params if p.name in stepped] + \
+            [n.name for x in body for n in walk(x) if isinstance(n, c_ast.Decl)]:
+        new = f"{func.decl.name}_{name}"
+        while new in taken:
+            new += "_"
+        taken.add(new)
+        renames[name] = new
+    body = [_renamed(x, renames) for x in body]
+    values, copies = {}, []
+    for param, arg in zip(params, args):
+        if param.name in stepped:
+            copy = _renamed(clone(param), {param.name: renames[param.name]})
+            copy.init, copy.storage, copy.coord = clone(arg), [], coord
+            copies.append(copy)
+            continue
+        value = _argument(param, arg, context)
+        if value is None:
+            return None
+        values[param.name] = value
+    return [_substituted(x, values) for x in body], copies, renames
 
 
 def _inline(stmt: c_ast.Node, nest: c_ast.Node, context: Context) -> list[c_ast.Node] | None:
@@ -162,30 +313,12 @@ def _inline(stmt: c_ast.Node, nest: c_ast.Node, context: Context) -> list[c_ast.
     declared = {n.name for n in walk(nest) if isinstance(n, c_ast.Decl)}
     if not _globals_seen(func, declared, context):
         return None
-    taken = names_in(nest) | declared | {p.name for p in params}
     # the helper's locals, and the parameters it steps, under names the nest does not use
-    body = [clone(x) for x in (func.body.block_items or [])[:-1]]
-    renames = {}
-    for name in [p.name for p in params if p.name in stepped] + \
-            [n.name for x in body for n in walk(x) if isinstance(n, c_ast.Decl)]:
-        new = f"{func.decl.name}_{name}"
-        while new in taken:
-            new += "_"
-        taken.add(new)
-        renames[name] = new
-    body = [_renamed(x, renames) for x in body]
-    values, copies = {}, []
-    for param, arg in zip(params, args):
-        if param.name in stepped:             # a variable of its own, set as the call sets it
-            copy = _renamed(clone(param), {param.name: renames[param.name]})
-            copy.init, copy.storage, copy.coord = clone(arg), [], stmt.coord
-            copies.append(copy)
-            continue
-        bound = _argument(param, arg, context)
-        if bound is None:
-            return None
-        values[param.name] = bound
-    body = [_substituted(x, values) for x in body]
+    bound = _bound_body(func, args, [clone(x) for x in (func.body.block_items or [])[:-1]],
+                        stepped, nest, declared, stmt.coord, context)
+    if bound is None:
+        return None
+    body, copies, renames = bound
     # a counter copied right before its while loop, or as the initialization of a for loop
     # without one (`for (; n > 0; --n)`)
     if isinstance(loop, c_ast.While) or loop.init is None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pycparser import c_ast
 
 from kernelfarer.canon_base import const_int, loop_var, walk
-from kernelfarer.canon_calls import accessor_functions, dot_functions
+from kernelfarer.canon_calls import accessor_functions, dot_functions, void_functions
 from kernelfarer.canonical import Context, canonicalize, min_functions
 from kernelfarer.classify import kind_of
 from kernelfarer.ctype import Scope, file_typedefs
@@ -184,6 +184,7 @@ class _Walker:
         self.functions = pure_functions(own)  # calls an epilogue may make
         self.min_functions = min_functions(own)
         self.dot_functions = dot_functions(own)
+        self.void_functions = void_functions(own)
         self.accessors = accessor_functions(own, skip=self.functions.widenings)
         for name in tu.weak:
             self.functions.near_widenings[name] = (
@@ -268,6 +269,7 @@ class _Walker:
         context = Context(scope=scope, gotos=self.gotos, addressed=self.facts.address_taken,
                           functions=self.functions,
                           min_functions=self.min_functions, dot_functions=self.dot_functions,
+                          void_functions=self.void_functions,
                           accessors=self.accessors)
         canon = None
         try:

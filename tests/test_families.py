@@ -1327,6 +1327,50 @@ void f(int n, const float *A, const float *B, float *C, float *d)
     }
 }""", "outside the row it just finished"),
     **{name: (source, "'s' is used after the nest") for name, source in STALE_SUMS.items()},
+    "a void helper that also counts its calls in a global": ("""
+int calls;
+static void axpy(int n, float *y, const float *x, float v)
+{
+    for (int t = 0; t < n; t++)
+        y[t] += x[t] * v;
+    calls = calls + 1;
+}
+void f(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++)
+            axpy(N, C + i * N, B + k * N, A[i * K + k]);
+}""", "2 loops"),
+    "a void helper whose loop stops early": ("""
+static void axpy(int n, float *y, const float *x, float v)
+{
+    for (int t = 0; t < n; t++) {
+        if (x[t] > 100.0f)
+            break;
+        y[t] += x[t] * v;
+    }
+}
+void f(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++)
+            axpy(N, C + i * N, B + k * N, A[i * K + k]);
+}""", "2 loops"),
+    "a void helper storing two results": ("""
+static void dot2(int n, float *s, float *t, const float *x, const float *y)
+{
+    float a = 0.0f;
+    for (int p = 0; p < n; p++)
+        a += x[p] * y[p];
+    *s = a;
+    *t = a;
+}
+void f(int M, int N, int K, const float *A, const float *Bt, float *C, float *D)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++)
+            dot2(K, &C[i * N + j], &D[i * N + j], A + i * K, Bt + j * K);
+}""", ""),
     "sizeof of an array parameter (a pointer's size) in a bound": ("""
 void f(float a[8][8], float b[8][8], float c[8][8])
 {

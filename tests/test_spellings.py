@@ -257,6 +257,73 @@ void row_sizes(int m, const double (*A)[20], const double (*B)[24], double (*C)[
 }
 """
 
+# Void helpers that store through a pointer parameter (canon_calls._void_shape): ggml's dot into
+# `*s`, its axpy (vec_mad), flame's AddDot (accumulating into *gamma, x read with a stride),
+# BLAS-1 saxpy with increments stepped through its pointers.  Before: "not a 3-deep loop nest".
+VOID_DOT = """
+static void vec_dot(const int n, float *restrict s, const float *restrict x,
+                    const float *restrict y)
+{
+    float sumf = 0.0f;
+    for (int i = 0; i < n; ++i)
+        sumf += x[i] * y[i];
+    *s = sumf;
+}
+void mul_mat(int M, int N, int K, const float *A, const float *Bt, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++)
+            vec_dot(K, &C[i * N + j], A + i * K, Bt + j * K);
+}
+"""
+VOID_AXPY = """
+static inline void vec_mad(const int n, float *restrict y, const float *restrict x,
+                           const float v)
+{
+    for (int i = 0; i < n; ++i)
+        y[i] += x[i] * v;
+}
+void mad_gemm(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++)
+            vec_mad(N, C + i * N, B + k * N, A[i * K + k]);
+}
+"""
+ADD_DOT = """
+#define X(i) x[(i) * incx]
+static void AddDot(int k, const double *x, int incx, const double *y, double *gamma)
+{
+    int p;
+    for (p = 0; p < k; p++)
+        *gamma += X(p) * y[p];
+}
+void MY_MMult(int m, int n, int k, const double *a, int lda, const double *b, int ldb,
+              double *c, int ldc)
+{
+    int i, j;
+    for (j = 0; j < n; j += 1)
+        for (i = 0; i < m; i += 1)
+            AddDot(k, &a[i], lda, &b[j * ldb], &c[i + j * ldc]);
+}
+"""
+SAXPY_STEPPED = """
+static void saxpy(int n, float a, const float *x, int incx, float *y, int incy)
+{
+    for (int i = 0; i < n; i++) {
+        *y += a * *x;
+        x += incx;
+        y += incy;
+    }
+}
+void gemm_by_columns(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int j = 0; j < N; j++)
+        for (int k = 0; k < K; k++)
+            saxpy(M, B[k * N + j], A + k, K, C + j, N);
+}
+"""
+
 FMAF = """
 #include <math.h>
 void sgemm_fmaf(int m, int n, int k, const float *a, const float *b, float *c)
@@ -1790,6 +1857,18 @@ CASES = {
     "count_sizes": (COUNT_SIZES, "void row_sizes(int, const double *, const double *, "
                                  "double *);", "double",
                     lambda m, n, k: [_int(m), ("T*", m, 20), ("T*", 20, 24), ("T*", m, 24)]),
+    "void_dot": (VOID_DOT, "void mul_mat(int, int, int, const float *, const float *, "
+                           "float *);", "float",
+                 lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", m, k), ("T*", n, k),
+                                  ("T*", m, n)]),
+    "void_axpy": (VOID_AXPY, "void mad_gemm(int, int, int, const float *, const float *, "
+                             "float *);", "float", _plain),
+    "add_dot": (ADD_DOT, "void MY_MMult(int, int, int, const double *, int, const double *, "
+                         "int, double *, int);", "double",
+                lambda m, n, k: [_int(m), _int(n), _int(k), ("T*", k, m + 1), _int(m + 1),
+                                 ("T*", n, k + 2), _int(k + 2), ("T*", n, m + 3), _int(m + 3)]),
+    "saxpy_stepped": (SAXPY_STEPPED, "void gemm_by_columns(int, int, int, const float *, "
+                                     "const float *, float *);", "float", _plain),
     "narrow_counters": (NARROW_COUNTERS, "void narrow(uint16_t, int, short, const float *, "
                                          "const float *, float *);", "float", _plain),
     "shared_sum": (SHARED_SUM, "double two_products(int, int, int, const double *, "
