@@ -513,6 +513,11 @@ def count_up_fors(node: c_ast.For, canon: Canonical, context: Context) -> None:
             # `for (int v = n; v-- > 0; )` (or `v--`): the test steps v, as `while (v--)`
             var, start = found
             body = compound(items_of(loop.stmt))
+            if var in names_in(body) and post[1].op == ">" and \
+                    var not in assigned_names(body) and var not in names_in(start) and \
+                    side_effect_free(start, frozenset()):
+                _stepped_before(loop, var, start, canon, node)
+                continue
             if not isinstance(loop.init, c_ast.DeclList) or var in names_in(body) or \
                     var in names_in(start) or not side_effect_free(start, frozenset()) or \
                     has_continue(loop.stmt):
@@ -539,6 +544,27 @@ def count_up_fors(node: c_ast.For, canon: Canonical, context: Context) -> None:
                             False, compound([]), node, context.scope)
         if counted is not None:
             loop.init, loop.cond, loop.next = counted.init, counted.cond, counted.next
+
+
+def _stepped_before(loop: c_ast.For, var: str, start: c_ast.Node, canon: Canonical,
+                    nest: c_ast.Node) -> None:
+    """`for (size_t v = n; v-- > 0; ) ...v...` (the idiom of a count down in an unsigned
+    counter): the body sees n - 1 down to 0, as that of `for (v = n; v > 0; v--) ...(v - 1)...`
+    does, which the other passes count up.  The original leaves v one below its last test's
+    value (-1, or wrapped round in an unsigned v), which it gets after the fast path where it
+    is declared outside the loop."""
+    def shifted(node: c_ast.Node) -> c_ast.Node:
+        if is_var(node, var):
+            return c_ast.BinaryOp("-", c_ast.ID(var), c_ast.Constant("int", "1"))
+        return map_children(node, shifted)
+    loop.cond = c_ast.BinaryOp(">", c_ast.ID(var), c_ast.Constant("int", "0"))
+    loop.next = c_ast.UnaryOp("p--", c_ast.ID(var))
+    loop.stmt = shifted(loop.stmt)
+    if not isinstance(loop.init, c_ast.DeclList):
+        text = f"({_GEN.visit(start)})"
+        canon.finals[var] = f"{var} = {text} > 0 ? -1 : {text} - 1;"
+    canon.steps.append(f"the loop stepping '{var}' in its test ('{var}-- > 0') as one stepping it "
+                       "after its body")
 
 
 def flatten_blocks(node: c_ast.Node, canon: Canonical) -> None:
@@ -1016,7 +1042,9 @@ def _normalize_loop(loop: c_ast.For, canon: Canonical, nest_vars: set[str],
             loop.init = c_ast.DeclList([decl])
         else:
             loop.init = c_ast.Assignment("=", c_ast.ID(var), low)
-            canon.finals[var] = (f"{var} = ({_GEN.visit(bound)}){' - 1' if cond.op == '>=' else ''};")
+            # (a pass before may have changed the loop already: its final value is the original's)
+            canon.finals.setdefault(
+                var, f"{var} = ({_GEN.visit(bound)}){' - 1' if cond.op == '>=' else ''};")
         loop.cond = c_ast.BinaryOp("<=", c_ast.ID(var), start)
         loop.next = c_ast.UnaryOp("p++", c_ast.ID(var))
         canon.steps.append(f"the decrementing loop over '{var}' counted up (same values)")
@@ -1079,7 +1107,7 @@ def _count_from_start(loop: c_ast.For, var: str, start: c_ast.Node, cond: c_ast.
         c_ast.BinaryOp("-", clone(start), clone(cond.right))
     if not isinstance(loop.init, c_ast.DeclList):
         bound = _GEN.visit(cond.right)
-        canon.finals[var] = f"{var} = ({bound}){' - 1' if cond.op == '>=' else ''};"
+        canon.finals.setdefault(var, f"{var} = ({bound}){' - 1' if cond.op == '>=' else ''};")
     decl = c_ast.Decl(var, [], [], [], [], c_ast.TypeDecl(var, [], None,
                                                           c_ast.IdentifierType(["long"])),
                       c_ast.Constant("int", "0"), None)

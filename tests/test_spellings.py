@@ -324,6 +324,25 @@ void gemm_by_columns(int M, int N, int K, const float *A, const float *B, float 
 }
 """
 
+# `for (size_t i = M; i-- > 0; )`, the count down of an unsigned counter, the body reading it
+# (Before: "loop condition of 'i' is not 'v < bound'"); the k loop's counter declared before
+# and returned, so its final value (wrapped round) is observable.
+POST_DECREMENT = """
+#include <stddef.h>
+size_t down(size_t M, size_t N, size_t K, const float *A, const float *B, float *C)
+{
+    size_t k = 0;
+    for (size_t i = M; i-- > 0; )
+        for (size_t j = N; j-- > 0; ) {
+            float s = 0.0f;
+            for (k = K; k-- > 0; )
+                s += A[i * K + k] * B[k * N + j];
+            C[i * N + j] = s;
+        }
+    return k;
+}
+"""
+
 FMAF = """
 #include <math.h>
 void sgemm_fmaf(int m, int n, int k, const float *a, const float *b, float *c)
@@ -1869,6 +1888,8 @@ CASES = {
                                  ("T*", n, k + 2), _int(k + 2), ("T*", n, m + 3), _int(m + 3)]),
     "saxpy_stepped": (SAXPY_STEPPED, "void gemm_by_columns(int, int, int, const float *, "
                                      "const float *, float *);", "float", _plain),
+    "post_decrement": (POST_DECREMENT, "size_t down(size_t, size_t, size_t, const float *, "
+                                       "const float *, float *);", "float", _plain),
     "narrow_counters": (NARROW_COUNTERS, "void narrow(uint16_t, int, short, const float *, "
                                          "const float *, float *);", "float", _plain),
     "shared_sum": (SHARED_SUM, "double two_products(int, int, int, const double *, "
