@@ -69,66 +69,43 @@ int main(void)
 }
 """
 
+
+
+def _beside(statement: str, param: str, before: bool = False) -> str:
+    """f: C += A * B in the loop over i, with `statement` in that loop after the GEMM (or before
+    it), `param` the function's parameters after C."""
+    return f"""
+void f(int M, int N, int K, const T *A, const T *B, T *C{param})
+{{
+    for (int i = 0; i < M; i++) {{
+        {statement if before else ""}
+        for (int j = 0; j < N; j++)
+            for (int k = 0; k < K; k++)
+                C[i*N + j] += A[i*K + k] * B[k*N + j];
+        {"" if before else statement}
+    }}
+}}"""
+
+
 # name: (element type, the function, its call with a store into what the GEMM reads, and with
 # separate memory).  X and E are the driver's spare buffers.
 CASES = {
     # a split-off store through a pointer, into B (int) or A
-    "deref_counter_into_b": ("int", """
-void f(int M, int N, int K, const T *A, const T *B, T *C, T *cnt)
-{
-    for (int i = 0; i < M; i++) {
-        for (int j = 0; j < N; j++)
-            for (int k = 0; k < K; k++)
-                C[i*N + j] += A[i*K + k] * B[k*N + j];
-        (*cnt)++;
-    }
-}""", "f(n, n, n, A, B, C, B)", "f(n, n, n, A, B, C, X)"),
-    "deref_store_into_a": ("float", """
-void f(int M, int N, int K, const T *A, const T *B, T *C, T *p)
-{
-    for (int i = 0; i < M; i++) {
-        for (int j = 0; j < N; j++)
-            for (int k = 0; k < K; k++)
-                C[i*N + j] += A[i*K + k] * B[k*N + j];
-        *p = (T)i;
-    }
-}""", "f(n, n, n, A, B, C, A + 7 * n + 1)", "f(n, n, n, A, B, C, X)"),
-    "deref_before_the_gemm": ("float", """
-void f(int M, int N, int K, const T *A, const T *B, T *C, T *p)
-{
-    for (int i = 0; i < M; i++) {
-        *p = *p + 1;
-        for (int j = 0; j < N; j++)
-            for (int k = 0; k < K; k++)
-                C[i*N + j] += A[i*K + k] * B[k*N + j];
-    }
-}""", "f(n, n, n, A, B, C, B)", "f(n, n, n, A, B, C, X)"),
+    "deref_counter_into_b": ("int", _beside("(*cnt)++;", ", T *cnt"),
+                             "f(n, n, n, A, B, C, B)", "f(n, n, n, A, B, C, X)"),
+    "deref_store_into_a": ("float", _beside("*p = (T)i;", ", T *p"),
+                           "f(n, n, n, A, B, C, A + 7 * n + 1)", "f(n, n, n, A, B, C, X)"),
+    "deref_before_the_gemm": ("float", _beside("*p = *p + 1;", ", T *p", before=True),
+                              "f(n, n, n, A, B, C, B)", "f(n, n, n, A, B, C, X)"),
     # a member of a struct behind a pointer
-    "member_store_into_b": ("float", """
-struct counts { T pad[5]; T count; };
-void f(int M, int N, int K, const T *A, const T *B, T *C, struct counts *s)
-{
-    for (int i = 0; i < M; i++) {
-        for (int j = 0; j < N; j++)
-            for (int k = 0; k < K; k++)
-                C[i*N + j] += A[i*K + k] * B[k*N + j];
-        s->count += 1;
-    }
-}""", "f(n, n, n, A, B, C, (struct counts *)(void *)B)",
-        "f(n, n, n, A, B, C, (struct counts *)(void *)X)"),
+    "member_store_into_b": ("float", "struct counts { T pad[5]; T count; };\n"
+                            + _beside("s->count += 1;", ", struct counts *s"),
+                            "f(n, n, n, A, B, C, (struct counts *)(void *)B)",
+                            "f(n, n, n, A, B, C, (struct counts *)(void *)X)"),
     # a global the GEMM reads as B
-    "global_store_read_as_b": ("float", """
-T g;
-void f(int M, int N, int K, const T *A, const T *B, T *C)
-{
-    for (int i = 0; i < M; i++) {
-        for (int j = 0; j < N; j++)
-            for (int k = 0; k < K; k++)
-                C[i*N + j] += A[i*K + k] * B[k*N + j];
-        g += 1;
-    }
-}
-T *g_address(void) { return &g; }""", "f(n, 1, 1, A, g_address(), C)", "f(n, 1, 1, A, B, C)"),
+    "global_store_read_as_b": ("float", "T g;\nT *g_address(void) { return &g; }\n"
+                               + _beside("g += 1;", ""),
+                               "f(n, 1, 1, A, g_address(), C)", "f(n, 1, 1, A, B, C)"),
     # an array store into what the epilogue reads (a bias, a residual)
     "array_store_into_the_bias": ("float", """
 void f(int M, int N, int K, const T *A, const T *B, T *C, const T *bias, T *Y)

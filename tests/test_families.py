@@ -11,7 +11,7 @@ import pytest
 from conftest import native_target, run_cli
 from kernelfarer.rewrite import RewriteOptions, rewrite_file
 from test_spellings import (ENCLOSING_LOOP, OneTestFactory, build_cases, check_case,
-                            cmsis_unrolled, stale_sum)
+                            cmsis_unrolled, rewrite_cases, stale_sum)
 
 IKJ = """
 void ikj(int M, int N, int K, const float *A, const float *B, float *C)
@@ -736,9 +736,14 @@ def built(tmp_path_factory):
     return build_cases(FAMILIES, tmp_path_factory)
 
 
+@pytest.fixture(scope="module")
+def rewritten(tmp_path_factory):
+    return rewrite_cases(FAMILIES, tmp_path_factory)       # (see test_spellings.rewritten)
+
+
 @pytest.mark.parametrize("name", sorted(FAMILIES))
-def test_family_is_replaced(name, built):
-    result, _ = built[name]
+def test_family_is_replaced(name, rewritten):
+    result, _, _ = rewritten[name]
     assert result.replaced >= 1, [r.message() for r in result.remarks]
     replaced = [r for r in result.remarks if r.replaced]
     if name not in ("after_code_reads_the_finished_row", "layer_table"):   # the recognizer's own

@@ -2120,22 +2120,30 @@ CASES = {
 }
 
 
-def build_cases(cases: dict, tmp_path_factory) -> dict:
-    """Each case's source and its rewrite for the best target this CPU runs, as shared libraries
-    (the rewrite with -Wall -Wextra -Werror and the fast-path counter)."""
+def rewrite_cases(cases: dict, tmp_path_factory) -> dict:
+    """Each case's rewrite for the best target this CPU runs (the fast path must run here), with
+    blocks that small sizes cross (derived from its register blocks: they differ between
+    targets): name -> (RewriteResult, the source, the rewritten file)."""
     out = {}
     for name, (source, _, _, _) in cases.items():
         d = tmp_path_factory.mktemp(name)
         src = d / f"{name}.c"
         src.write_text(source)
-        # the best target this CPU runs (the fast path must run here), blocks that small
-        # sizes cross (derived from its register blocks: they differ between targets)
         target = native_target()
         small = small_blocking(target)
         result = rewrite_file(str(src), RewriteOptions(
             target=target, blocking={"mc": small.mc, "kc": small.kc, "nc": small.nc}))
         fast = d / f"{name}_fast.c"
         fast.write_text(result.text)
+        out[name] = (result, src, fast)
+    return out
+
+
+def build_cases(cases: dict, tmp_path_factory) -> dict:
+    """Each case's source and its rewrite (rewrite_cases) as shared libraries (the rewrite with
+    -Wall -Wextra -Werror and the fast-path counter)."""
+    out = {}
+    for name, (result, src, fast) in rewrite_cases(cases, tmp_path_factory).items():
         libs = []
         for c_file, warn in ((src, ["-w"]),
                              (fast, ["-Wall", "-Wextra", "-Werror", *TRACE_FLAGS])):
@@ -2402,9 +2410,16 @@ def built(tmp_path_factory):
     return build_cases(CASES, tmp_path_factory)
 
 
+@pytest.fixture(scope="module")
+def rewritten(tmp_path_factory):
+    """The rewrites alone: the tests that read only them do not build every case (on another
+    worker than the one that runs the built ones, that would build them all twice)."""
+    return rewrite_cases(CASES, tmp_path_factory)
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_spelling_is_replaced(name, built):
-    result, _ = built[name]
+def test_spelling_is_replaced(name, rewritten):
+    result, _, _ = rewritten[name]
     assert result.replaced >= 1, [r.message() for r in result.remarks]
 
 
@@ -2414,10 +2429,10 @@ def test_spelling_matches_original(name, built):
 
 
 @pytest.mark.parametrize("name", sorted(FUSION))
-def test_epilogue_fused_or_run_after(name, built):
+def test_epilogue_fused_or_run_after(name, rewritten):
     """An epilogue runs on each register tile as soon as it is final unless its element order
     could show (test_spelling_matches_original checks the values either way)."""
-    result, _ = built[name]
+    result, _, _ = rewritten[name]
     said = [dict(r.details).get("epilogue", "") for r in result.remarks if r.replaced]
     assert said and all(FUSION[name] in s for s in said), said
 

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import native_target
 from kernelfarer.rewrite import RewriteOptions, rewrite_file
-from test_spellings import build_cases, check_case
+from test_spellings import build_cases, check_case, rewrite_cases
 
 # TVM's C code generator on void * arguments (its sizes are constants; here they are parameters)
 TVM = """
@@ -269,9 +269,14 @@ def built(tmp_path_factory):
     return build_cases(VIEWS, tmp_path_factory)
 
 
+@pytest.fixture(scope="module")
+def rewritten(tmp_path_factory):
+    return rewrite_cases(VIEWS, tmp_path_factory)          # (see test_spellings.rewritten)
+
+
 @pytest.mark.parametrize("name", sorted(VIEWS))
-def test_cast_view_is_replaced(name, built):
-    result, _ = built[name]
+def test_cast_view_is_replaced(name, rewritten):
+    result, _, _ = rewritten[name]
     assert result.replaced == 1, [r.message() for r in result.remarks]
     canonical = dict(next(r for r in result.remarks if r.replaced).details)["canonical"]
     assert "read through (" in " ".join(canonical), canonical
