@@ -17,7 +17,11 @@ Neoverse V1, N2 and V2): multiply-adds per cycle of each k loop; then the POWER1
 (llvm-mca-19's pwr10 model), with their accumulator moves in the loop.
 
     python bench/mca_kernels.py [--cpus skylake-avx512,sapphirerapids,znver4,znver3] [--arm]
-        [--power]
+        [--power] [--x86-lowp]
+
+The x86 int8, int16, bf16 and fp16 kernels (VNNI, AVX-VNNI, the AVX2 vpmaddwd one, AVX512-BF16,
+AVX512-FP16, AMX) are modelled too: their multiplying instructions and all instructions per group
+of k, and llvm-mca's cycles on cores that have the instruction (none models AMX).
 """
 
 from __future__ import annotations
@@ -314,11 +318,78 @@ def fp16_table() -> None:
                       flush=True)
 
 
+# The x86 low-precision kernels: (target, type, the instruction that multiplies, multiply-adds
+# per instruction, the llvm-mca cores of the CPUs that have it).  (llvm-mca-19 has no AMX
+# scheduling data for any core: its figures for the tile loop are not a model of the hardware.)
+X86_LOWP_KERNELS = (
+    ("x86-avx512-vnni", DType.I8I32, "vpdpbusd", 64, ("icelake-server", "sapphirerapids", "znver4", "znver5")),
+    ("x86-avx512-vnni", DType.U8S8I32, "vpdpbusd", 64, ("icelake-server", "znver5")),
+    ("x86-avx512-vnni", DType.I16I32, "vpdpwssd", 32, ("icelake-server", "znver5")),
+    ("x86-avxvnni", DType.I8I32, "vpdpbusd", 32, ("alderlake", "znver5")),
+    ("x86-avx2", DType.I8I32, "vpmaddwd", 16, ("haswell", "znver3")),
+    ("x86-avx512-bf16", DType.BF16F32, "vdpbf16ps", 32, ("sapphirerapids", "znver4", "znver5")),
+    ("x86-avx512-fp16", DType.F16, "vfmadd231ph", 32, ("sapphirerapids",)),
+    ("x86-amx", DType.I8I32, "tdpbssd", 16 * 16 * 64, ()),
+    ("x86-amx", DType.BF16F32, "tdpbf16ps", 16 * 16 * 32, ()),
+)
+KEEP = "void *kf_mca_keep = (void *)&{driver};\n"
+
+
+def innermost_loops(asm_path: str) -> list[list[str]]:
+    """The innermost loops of an x86 assembly file (a backward jump to a label of the same
+    function, no other such loop inside), as instruction lines."""
+    lines = [ln.split("#")[0].rstrip() for ln in open(asm_path).read().splitlines()]
+    labels = {ln.split(":")[0]: i for i, ln in enumerate(lines) if re.match(r"^\.LBB\S+:", ln)}
+    spans = [(labels[m.group(1)], i) for i, ln in enumerate(lines)
+             if (m := re.match(r"^\s+j\w+\s+(\.LBB\S+)", ln)) and labels.get(m.group(1), i) < i]
+    loops = []
+    for s, e in spans:
+        if not any((s2, e2) != (s, e) and s <= s2 and e2 <= e for s2, e2 in spans):
+            loops.append([x for x in lines[s + 1:e + 1]
+                          if x.strip() and not x.strip().startswith(".")])
+    return loops
+
+
+def x86_lowp_table() -> None:
+    """The x86 int8, int16, bf16 and fp16 kernels' k loops: each compiled as the rewriter emits
+    it (clang-19 -O3; its functions carry their own target attributes, AVX512-FP16's file is
+    built for it), the innermost loop with the most multiplying instructions cut out of the
+    assembly: those per k step, all instructions per k step, and llvm-mca's cycles for the
+    cores that have the instruction."""
+    print("\n| kernel | instruction | trip: groups x k per group | per group | instructions "
+          "/ group | llvm-mca core | cycles / group | multiply-adds / cycle |")
+    print("|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="kf-mca-lowp-") as workdir:
+        for target, dtype, insn, macs, cpus in X86_LOWP_KERNELS:
+            plan = make_plan(targets.TARGETS[target], dtype)
+            src = os.path.join(workdir, f"{plan.kernel_name}.c")
+            with open(src, "w") as f:
+                f.write(emit.render_support([plan]) + KEEP.format(driver=plan.driver_name))
+            asm = src[:-2] + ".s"
+            flags = ["-march=sapphirerapids"] if target == "x86-avx512-fp16" else []
+            subprocess.run([CC, "-O3", "-S", "-w", *flags, src, "-o", asm], check=True)
+            # ('{vex} vpdpbusd': AVX-VNNI's encoding of the instruction)
+            count = lambda loop: sum(x.replace("{vex}", "").split()[0] == insn  # noqa: E731
+                                     for x in loop)
+            loop = max(innermost_loops(asm), key=count)
+            # one instruction per accumulator (AMX: per tile) consumes a group of kr k
+            groups = max(count(loop) // (4 if target == "x86-amx" else plan.mr * len(plan.vectors)), 1)
+            kr = plan.shape.kr
+            rows = [(cpu, mca(loop, cpu, workdir) / groups) for cpu in cpus] or [("-", None)]
+            for cpu, cycles in rows:
+                rate = "-" if cycles is None else f"{count(loop) // groups * macs / cycles:.0f}"
+                print(f"| {plan.kernel_name} | {insn} | {groups} x {kr} | {count(loop) // groups} "
+                      f"| {len(loop) / groups:.1f} | {cpu} "
+                      f"| {'-' if cycles is None else f'{cycles:.2f}'} | {rate} |", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cpus", default="", help="llvm-mca cores (default: per target)")
     parser.add_argument("--arm", action="store_true", help="the Arm kernels only")
     parser.add_argument("--power", action="store_true", help="the POWER10 kernels only")
+    parser.add_argument("--x86-lowp", action="store_true",
+                        help="the x86 int8, int16, bf16 and fp16 kernels only")
     args = parser.parse_args()
     if MCA is None:
         print("llvm-mca-19 is not installed (Debian: llvm-19)", file=sys.stderr)
@@ -328,6 +399,9 @@ def main() -> int:
         return 0
     if args.power:
         power10_table()
+        return 0
+    if args.x86_lowp:
+        x86_lowp_table()
         return 0
     print(f"this machine: {hostinfo.real_host().cpu_model} (llvm-mca model "
           f"{hostinfo.real_host().mca_cpu or '-'})\n")
@@ -356,6 +430,7 @@ def main() -> int:
                     print(f"| {plan.kernel_name} | {per_trip} | {fmas // per_trip} "
                           f"| {len(loop) / per_trip:.1f} | {cpu} | {per_step:.2f} | {bound:.1f} "
                           f"| {100 * bound / per_step:.0f}% | {here} |", flush=True)
+    x86_lowp_table()
     fp16_table()
     arm_table()
     power10_table()
