@@ -2293,6 +2293,62 @@ void wide_sum(int M, int N, int K, const int8_t *a, const int8_t *b, const int64
 }
 """, "void wide_sum(int, int, int, const int8_t *, const int8_t *, const int64_t *, int64_t *);",
                   "long", lambda m, n, k: []),
+    # declared before the nest and reset by an assignment, the bias added by a statement of its
+    # own, the k loop to K - 1 inclusive
+    "int64_assigned": ("""
+#include <stdint.h>
+void wide_sum(int M, int N, int K, const int8_t *a, const int8_t *b, const int64_t *bias,
+              int64_t *c) {
+  int64_t acc;
+  int k;
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      acc = 0;
+      acc += bias[j];
+      for (k = 0; k <= K - 1; k++)
+        acc += a[i * K + k] * b[k * N + j];
+      c[i * N + j] = acc;
+    }
+}
+""", "void wide_sum(int, int, int, const int8_t *, const int8_t *, const int64_t *, int64_t *);",
+                       "long", lambda m, n, k: []),
+    # C itself the sum: each product added to an element of a 64-bit C set from the bias
+    "int64_c": ("""
+#include <stdint.h>
+void wide_sum(int M, int N, int K, const int8_t *a, const int8_t *b, const int64_t *bias,
+              long long *c) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++)
+      c[i * N + j] = bias[j];
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++)
+      for (int k = 0; k < K; k++)
+        c[i * N + j] += a[i * K + k] * b[k * N + j];
+}
+""", "void wide_sum(int, int, int, const int8_t *, const int8_t *, const int64_t *, int64_t *);",
+                "long", lambda m, n, k: []),
+}
+
+# Sums in an int64 a pointer could read while the loop runs (its address taken, a global): the
+# loop stays the int64 sum it is, which no kernel sums
+_WIDE_SUM_KEPT = """
+#include <stdint.h>
+{outside}
+void wide_sum(int M, int N, int K, const int8_t *a, const int8_t *b, int64_t *c{param}) {{
+  {inside}
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {{
+      acc = 0;
+      for (int k = 0; k < K; k++)
+        acc += a[i * K + k] * b[k * N + j];
+      c[i * N + j] = acc;
+    }}
+}}
+"""
+WIDE_SUMS_KEPT = {
+    "addressed": _WIDE_SUM_KEPT.format(outside="", param=", int64_t **seen",
+                                       inside="int64_t acc;\n  *seen = &acc;"),
+    "global": _WIDE_SUM_KEPT.format(outside="int64_t acc;", param="", inside=""),
 }
 
 
@@ -2319,14 +2375,15 @@ def test_run_time_checks_that_fail_run_the_original(tmp_path, source, decl, args
     assert ffi.dlopen(built[1][1]).kernelfarer_fast_path_calls == 0
 
 
-def test_int8_products_summed_in_int64(tmp_path):
+@pytest.mark.parametrize("name", list(WIDE_SUMS))
+def test_int8_products_summed_in_int64(tmp_path, name):
     """Equal to the loop on full-range data, at the largest K whose int32 sums cannot overflow
     (the fast path runs) and one above it (a sum of 2^31 there: the original runs)."""
-    built = build_cases(WIDE_SUMS, OneTestFactory(tmp_path))
-    result, libs = built["int64_sum"]
+    built = build_cases({name: WIDE_SUMS[name]}, OneTestFactory(tmp_path))
+    result, libs = built[name]
     assert result.replaced == 1, [r.message() for r in result.remarks]
     ffi = cffi.FFI()
-    ffi.cdef(WIDE_SUMS["int64_sum"][1])
+    ffi.cdef(WIDE_SUMS[name][1])
     ffi.cdef("extern long kernelfarer_fast_path_calls;")
     loaded = [ffi.dlopen(lib) for lib in libs]
     rng = np.random.default_rng(7)
@@ -2348,6 +2405,15 @@ def test_int8_products_summed_in_int64(tmp_path):
         assert np.array_equal(outs[0], outs[1]), (m, n, k)
         if fill is not None:
             assert outs[0][0] == bias[0] + k * 16384
+
+
+@pytest.mark.parametrize("name", list(WIDE_SUMS_KEPT))
+def test_int64_sums_a_pointer_may_read_are_kept(tmp_path, name):
+    src = tmp_path / f"{name}.c"
+    src.write_text(WIDE_SUMS_KEPT[name])
+    result = rewrite_file(str(src), RewriteOptions(target="generic", verify=False))
+    (remark,) = result.remarks
+    assert not remark.replaced and "mixed types" in remark.message(), remark.message()
 
 
 def test_unsigned_casts_of_sizes_are_checked(tmp_path):

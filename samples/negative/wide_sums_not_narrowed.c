@@ -1,6 +1,7 @@
 /* Products summed in an int64 that are not read as int32 sums: int16 products (two of them can
  * overflow an int32 sum), and a seed read before a statement that stores what it reads (read
- * after the loop, it would read the new value). */
+ * after the loop, it would read the new value: the int8 sum is then summed in int32 and added to
+ * the seed where it stands, and C, set to 0 before that sum is complete, is not a GEMM's). */
 #include <stdint.h>
 
 /* expect: (mixed types) */
@@ -15,7 +16,7 @@ void int16_products(int m, int n, int k, const int16_t *a, const int16_t *b, int
         }
 }
 
-/* expect: (mixed types) */
+/* expect: is stored to before its int sum is complete */
 void seed_then_store(int m, int n, int k, const int8_t *a, const int8_t *b, int64_t *c)
 {
     for (int i = 0; i < m; i++)
