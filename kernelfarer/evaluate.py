@@ -326,6 +326,12 @@ class Evaluator:
                 self.products.add((int(ka[1:]), int(kb[1:])))
                 out = {"ab": a[ka] * b[kb], ka: a[ka] * zb, kb: za * b[kb], "one": za * zb}
                 return {k: v for k, v in out.items() if not v.is_zero()}
+            if max(len(reads_a), len(reads_b)) > 1 and set(a) <= set(reads_a) | {"one"} \
+                    and set(b) <= set(reads_b) | {"one"}:
+                raise NotGemm("a factor of the product is a sum of several elements (a zero "
+                              "point per row or column, `(b[k][j] - zb[j])`?): zero points are "
+                              "taken only where one holds for the whole operand (a scalar, or "
+                              "one element such as zp[0])")
         raise NotGemm("the loop body is not a sum of products of two matrix elements")
 
     def _widened_element(self, expr: c_ast.Node, target) -> bool:
