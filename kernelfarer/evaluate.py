@@ -123,7 +123,8 @@ class Evaluator:
             if not (isinstance(target, Scalar) and self.dtype
                     and self.dtype.is_result(target.kind, target.bits, target.signed,
                                              target.spelling)) \
-                    and not self._widened_element(node.expr, target):
+                    and not self._widened_element(node.expr, target) \
+                    and not self._product_fits(node.expr, target):
                 raise NotGemm(f"conversion to '{_GEN.visit(node.to_type)}' in the loop body")
             return self.value(node.expr, state)
         if isinstance(node, c_ast.BinaryOp):
@@ -343,6 +344,35 @@ class Evaluator:
                 return False
             expr = expr.expr
         return isinstance(expr, c_ast.ArrayRef) and _holds_all(target, self._element_type(expr))
+
+    def _product_fits(self, expr: c_ast.Node, target) -> bool:
+        """`(int16_t)(a[i][k] * b[k][j])` of two 8- or 16-bit integer elements (under casts
+        to signed types that hold them) whose every product `target` holds: the product's
+        value (int8 x int8 products lie in -16256 .. 16384; uint8 x uint8 ones do not fit
+        an int16)."""
+        if not (isinstance(expr, c_ast.BinaryOp) and expr.op == "*" and
+                isinstance(target, Scalar) and target.kind == "int" and target.spelling != "char"):
+            return False
+        ranges = []
+        for factor in (expr.left, expr.right):
+            elem = self._element_type(factor)
+            while isinstance(factor, c_ast.Cast):
+                outer = ctype.resolve(factor.to_type, self.scope.typedefs)
+                if not (isinstance(outer, Scalar) and outer.signed and outer.bits >= 16
+                        and _holds_all(outer, elem)):
+                    return False
+                factor = factor.expr
+            if not (isinstance(factor, c_ast.ArrayRef) and isinstance(elem, Scalar)
+                    and elem.kind == "int" and elem.bits <= 16):
+                return False
+            ranges.append((-128, 255) if elem.spelling == "char" else
+                          (-2 ** (elem.bits - 1), 2 ** (elem.bits - 1) - 1) if elem.signed else
+                          (0, 2 ** elem.bits - 1))
+        (a0, a1), (b0, b1) = ranges
+        corners = [x * y for x in (a0, a1) for y in (b0, b1)]
+        low, high = (-2 ** (target.bits - 1), 2 ** (target.bits - 1) - 1) if target.signed \
+            else (0, 2 ** target.bits - 1)
+        return low <= min(corners) and max(corners) <= high
 
     def _element_type(self, expr: c_ast.Node):
         while isinstance(expr, c_ast.Cast):

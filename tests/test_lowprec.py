@@ -151,6 +151,10 @@ LOOPS["char_u8"] = LOOPS["char"].replace("const char *b", "const uint8_t *b")
 # ... its product written B first, with conversions: the roles come from the subscripts
 LOOPS["s8u8_cast"] = LOOPS["s8u8"].replace("a[i * lda + p] * b[p * n + j]",
                                            "(int)b[p * n + j] * (int32_t)a[i * lda + p]")
+# ... its product converted to int16_t, which holds every int8 x uint8 product (-32640 ..
+# 32385): the product's value (a uint8 x uint8 one would not fit: near miss below)
+LOOPS["s8u8_i16"] = LOOPS["s8u8"].replace("acc += a[i * lda + p] * b[p * n + j]",
+                                          "acc += (int16_t)(a[i * lda + p] * b[p * n + j])")
 
 # an int8 element held in an `int` (or `unsigned`) around the innermost loop: the variable holds
 # the element's value, so the nest is the same GEMM
@@ -422,6 +426,7 @@ TYPES = {"int8": ("int8_t", "int32_t", INT8_FILL),
          "u8s8_hoist": ("uint8_t", "int32_t", UINT8_FILL, "int8_t", INT8_FILL),
          "s8u8": ("int8_t", "int32_t", INT8_FILL, "uint8_t", UINT8_FILL),
          "s8u8_cast": ("int8_t", "int32_t", INT8_FILL, "uint8_t", UINT8_FILL),
+         "s8u8_i16": ("int8_t", "int32_t", INT8_FILL, "uint8_t", UINT8_FILL),
          "char": ("char", "int32_t", "(char)(rand() % 256)"),
          "char_u8": ("char", "int32_t", "(char)(rand() % 256)", "uint8_t", UINT8_FILL),
          "int16": ("short", "int", "(short)(rand() % 8001 - 4000)"),
@@ -585,7 +590,8 @@ def build_and_run(tmp: Path, kind: str, target: str, blocking: dict, env: dict |
 
 NATIVE = {"int8": "x86-avx512-vnni", "int16": "x86-avx512-vnni", "bf16": "x86-avx512-bf16",
           "uint8": "x86-avx512-vnni", "u8s8": "x86-avx512-vnni", "s8u8": "x86-avx512-vnni",
-          "s8u8_cast": "x86-avx512-vnni", "int8_hoist": "x86-avx512-vnni",
+          "s8u8_cast": "x86-avx512-vnni", "s8u8_i16": "x86-avx512-vnni",
+          "int8_hoist": "x86-avx512-vnni",
           "u8s8_hoist": "x86-avx512-vnni"}
 TINY = {"mc": 24, "kc": 8, "nc": 64}
 
@@ -1089,6 +1095,21 @@ def test_fp16_sums_k_loop(tmp_path, target, flags, insn, per_step) -> None:
 @pytest.mark.parametrize("kind", sorted(LOOPS))
 def test_portable_kernel_equals_the_loop(tmp_path, kind) -> None:
     build_and_run(tmp_path, kind, "generic", TINY)
+
+
+@pytest.mark.parametrize("operands, product", [
+    ("uint8_t", "(int16_t)(a[i * lda + p] * b[p * n + j])"),     # up to 65025: cut to 16 bits
+    ("int8_t", "(int8_t)(a[i * lda + p] * b[p * n + j])"),
+    ("int8_t", "(uint16_t)(a[i * lda + p] * b[p * n + j])"),     # negative products wrap
+    ("int8_t", "(int16_t)((unsigned)a[i * lda + p] * b[p * n + j])"),
+])
+def test_products_converted_to_a_type_that_cuts_them_are_not_taken(tmp_path, operands,
+                                                                   product) -> None:
+    src = tmp_path / "loop.c"
+    src.write_text(LOOPS["int8"].replace("int8_t", operands).replace(
+        "a[i * lda + p] * b[p * n + j]", product))
+    remark = rewrite_file(str(src), RewriteOptions(target="generic")).remarks[-1]
+    assert not remark.replaced and "conversion to" in remark.message(), remark.message()
 
 
 @pytest.mark.parametrize("kind", ["char", "char_u8"])
