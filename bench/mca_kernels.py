@@ -132,21 +132,10 @@ def compile_kernel(target: str, dtype: DType, workdir: str,
 
 
 def k_loop(asm_path: str, function: str) -> list[str]:
-    """The loop of `function` with the most FMAs, as assembly lines (labels and comments gone)."""
-    lines = open(asm_path).read().splitlines()
-    start = next(i for i, ln in enumerate(lines) if ln.startswith(f"{function}:"))
-    end = next(i for i in range(start, len(lines)) if ".cfi_endproc" in lines[i])
-    body = lines[start:end]
-    labels = {ln.split(":")[0]: i for i, ln in enumerate(body) if re.match(r"^\.LBB\S+:", ln)}
-    best: list[str] = []
-    for i, ln in enumerate(body):
-        m = re.match(r"^\s+j\w+\s+(\.LBB\S+)", ln)
-        if m and m.group(1) in labels and labels[m.group(1)] < i:
-            loop = [x.split("#")[0].rstrip() for x in body[labels[m.group(1)] + 1:i + 1]]
-            loop = [x for x in loop if x.strip() and not x.strip().startswith(".")]
-            if sum("vfmadd" in x for x in loop) > sum("vfmadd" in x for x in best):
-                best = loop
-    return best
+    """The innermost loop of `function` with the most FMAs, as assembly lines (labels and
+    comments gone)."""
+    return max(innermost_loops(asm_path, function), key=lambda lp: sum("vfmadd" in x for x in lp),
+               default=[])
 
 
 def mca(loop: list[str], cpu: str, workdir: str) -> float:
@@ -335,10 +324,14 @@ X86_LOWP_KERNELS = (
 KEEP = "void *kf_mca_keep = (void *)&{driver};\n"
 
 
-def innermost_loops(asm_path: str) -> list[list[str]]:
-    """The innermost loops of an x86 assembly file (a backward jump to a label of the same
-    function, no other such loop inside), as instruction lines."""
+def innermost_loops(asm_path: str, function: str = "") -> list[list[str]]:
+    """The innermost loops of an x86 assembly file, or of one function in it (a backward jump
+    to a label of the same function, no other such loop inside), as instruction lines."""
     lines = [ln.split("#")[0].rstrip() for ln in open(asm_path).read().splitlines()]
+    if function:
+        start = next(i for i, ln in enumerate(lines) if ln.startswith(f"{function}:"))
+        lines = lines[start:next(i for i in range(start, len(lines))
+                                 if ".cfi_endproc" in lines[i])]
     labels = {ln.split(":")[0]: i for i, ln in enumerate(lines) if re.match(r"^\.LBB\S+:", ln)}
     spans = [(labels[m.group(1)], i) for i, ln in enumerate(lines)
              if (m := re.match(r"^\s+j\w+\s+(\.LBB\S+)", ln)) and labels.get(m.group(1), i) < i]
@@ -366,7 +359,7 @@ def x86_lowp_table() -> None:
             with open(src, "w") as f:
                 f.write(emit.render_support([plan]) + KEEP.format(driver=plan.driver_name))
             asm = src[:-2] + ".s"
-            flags = ["-march=sapphirerapids"] if target == "x86-avx512-fp16" else []
+            flags = next((f for t, f, _ in FP16_SUMS if t == target), ())
             subprocess.run([CC, "-O3", "-S", "-w", *flags, src, "-o", asm], check=True)
             # ('{vex} vpdpbusd': AVX-VNNI's encoding of the instruction)
             count = lambda loop: sum(x.replace("{vex}", "").split()[0] == insn  # noqa: E731

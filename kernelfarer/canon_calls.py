@@ -238,32 +238,35 @@ def _inline_void(call: c_ast.FuncCall, nest: c_ast.Node,
         return None
     func = context.void_functions[call.name.name]
     params = getattr(func.decl.type.args, "params", None) or []
-    args = call.args.exprs if call.args is not None else []
-    if len(args) != len(params) or \
-            not all(side_effect_free(a, context.functions) for a in args):
-        return None
     stepped = _void_shape(func)
-    declared = {n.name for n in walk(nest) if isinstance(n, c_ast.Decl)}
-    if stepped is None or not _globals_seen(func, declared, context):
+    if stepped is None:
         return None
     pointers = {p.name for p in params if isinstance(p.type, (c_ast.PtrDecl, c_ast.ArrayDecl))
                 and p.name not in stepped}
-    bound = _bound_body(func, args, [_element_form(clone(x), pointers)
+    bound = _bound_body(func, call, [_element_form(clone(x), pointers)
                                      for x in func.body.block_items or []],
-                        stepped, nest, declared, call.coord, context)
+                        stepped, nest, call.coord, context)
     if bound is None:
         return None
     body, copies, _ = bound
     return copies + body
 
 
-def _bound_body(func: c_ast.FuncDef, args: list, body: list, stepped: frozenset[str],
-                nest: c_ast.Node, declared: set[str], coord, context: Context):
-    """(the helper's statements `body` with its parameters replaced by the arguments, the copies
-    declared for the parameters it steps, the new names) or None: its locals and stepped
-    parameters renamed apart from the nest's names, each stepped one a variable set to its
-    argument as the call sets it, the others read in place (_argument)."""
+def _bound_body(func: c_ast.FuncDef, call: c_ast.FuncCall, body: list, stepped: frozenset[str],
+                nest: c_ast.Node, coord, context: Context):
+    """(the helper's statements `body` with its parameters replaced by the call's arguments, the
+    copies declared for the parameters it steps, the new names) or None (arguments of another
+    count or with side effects, or a name of the file the helper reads hidden at the call):
+    its locals and stepped parameters renamed apart from the nest's names, each stepped one a
+    variable set to its argument as the call sets it, the others read in place (_argument)."""
     params = getattr(func.decl.type.args, "params", None) or []
+    args = call.args.exprs if call.args is not None else []
+    if len(args) != len(params) or \
+            not all(side_effect_free(a, context.functions) for a in args):
+        return None
+    declared = {n.name for n in walk(nest) if isinstance(n, c_ast.Decl)}
+    if not _globals_seen(func, declared, context):
+        return None
     taken = names_in(nest) | declared | {p.name for p in params}
     renames = {}
     for name in [p.name for p in params if p.name in stepped] + \
@@ -304,18 +307,10 @@ def _inline(stmt: c_ast.Node, nest: c_ast.Node, context: Context) -> list[c_ast.
     if not _unconditional(value, call):
         return None
     func = context.dot_functions[call.name.name]
-    params = getattr(func.decl.type.args, "params", None) or []
-    args = call.args.exprs if call.args is not None else []
-    if len(args) != len(params) or \
-            not all(side_effect_free(a, context.functions) for a in args):
-        return None
     total, loop, returned, stepped = _dot_shape(func)
-    declared = {n.name for n in walk(nest) if isinstance(n, c_ast.Decl)}
-    if not _globals_seen(func, declared, context):
-        return None
     # the helper's locals, and the parameters it steps, under names the nest does not use
-    bound = _bound_body(func, args, [clone(x) for x in (func.body.block_items or [])[:-1]],
-                        stepped, nest, declared, stmt.coord, context)
+    bound = _bound_body(func, call, [clone(x) for x in (func.body.block_items or [])[:-1]],
+                        stepped, nest, stmt.coord, context)
     if bound is None:
         return None
     body, copies, renames = bound

@@ -32,6 +32,7 @@ from kernelfarer import ctype
 from kernelfarer.canon_base import (
     Canonical, Context, added_to, clone, compound, init_var, is_var, is_zero, items_of, names_in,
     nest_loops, side_effect_free, step_of, the_loop_adds, walk)
+from kernelfarer.canon_values import _expr_type
 
 _GEN = c_generator.CGenerator()
 
@@ -91,8 +92,6 @@ def _wide_sum(items: list[c_ast.Node], at: int, context: Context, declared: set[
         loop_at = at + 1
         while loop_at < len(items) and (more := added_to(
                 items[loop_at], lambda n, name=name: is_var(n, name))) is not None:
-            if name in names_in(more) or not side_effect_free(more, context.functions):
-                return None
             seed = c_ast.BinaryOp("+", clone(seed), clone(more))
             loop_at += 1
         if name in names_in(seed) or not side_effect_free(seed, context.functions):
@@ -114,7 +113,6 @@ def _wide_sum(items: list[c_ast.Node], at: int, context: Context, declared: set[
             if not _wide_local(target.name, nest, context):
                 return None
         elif isinstance(target, c_ast.ArrayRef):
-            from kernelfarer.canon_values import _expr_type
             if not _is_wide(_expr_type(target, context.scope)) or \
                     not side_effect_free(target, frozenset()):
                 return None
@@ -180,7 +178,6 @@ def _base_name(node: c_ast.Node) -> str:
 def _count_bound(product: c_ast.Node, context: Context) -> int | None:
     """The most products of two 8-bit integers (elements, widened by value-keeping casts) an
     int32 sum holds without overflow; None when `product` is not such a product."""
-    from kernelfarer.canon_values import _expr_type
     if not (isinstance(product, c_ast.BinaryOp) and product.op == "*"):
         return None
     ranges = []
@@ -194,10 +191,7 @@ def _count_bound(product: c_ast.Node, context: Context) -> int | None:
         t = _expr_type(factor, context.scope) if isinstance(factor, c_ast.ArrayRef) else None
         if not (isinstance(t, ctype.Scalar) and t.kind == "int" and t.bits == 8):
             return None
-        ranges.append((-128, 127) if t.signed and t.spelling != "char" else
-                      (0, 255) if not t.signed else (-128, 255))    # plain char: either
-    (a0, a1), (b0, b1) = ranges
-    corners = [x * y for x in (a0, a1) for y in (b0, b1)]
-    high, low = max(corners), min(corners)
+        ranges.append(t.values)                                   # (plain char: either)
+    low, high = ctype.product_values(*ranges)
     return min((2 ** 31 - 1) // high if high > 0 else 2 ** 31,
                2 ** 31 // -low if low < 0 else 2 ** 31)

@@ -28,6 +28,16 @@ class Scalar:
         return self.bits
 
     @property
+    def values(self) -> tuple[int, int]:
+        """The least and the greatest value of an integer type; of plain char, those of either
+        signedness (-128 .. 255), which the compile chooses."""
+        if self.spelling == "char":
+            return -128, 255
+        if self.signed:
+            return -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+        return 0, (1 << self.bits) - 1
+
+    @property
     def address_spelling(self) -> str:
         """The type generated code steps a pointer to such elements with (run-time checks of
         byte ranges): the type itself, but a bf16 as the 16 bits it is, since not every
@@ -235,6 +245,12 @@ def usual_conversion(a: Scalar, b: Scalar) -> Scalar:
     if unsigned.bits >= signed.bits:
         return unsigned
     return signed
+
+
+def product_values(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    """The least and the greatest product of a value in range `a` and one in range `b`."""
+    corners = [x * y for x in a for y in b]
+    return min(corners), max(corners)
 
 
 def strip_qualifiers(t: Scalar) -> Scalar:

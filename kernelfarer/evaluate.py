@@ -365,14 +365,10 @@ class Evaluator:
             if not (isinstance(factor, c_ast.ArrayRef) and isinstance(elem, Scalar)
                     and elem.kind == "int" and elem.bits <= 16):
                 return False
-            ranges.append((-128, 255) if elem.spelling == "char" else
-                          (-2 ** (elem.bits - 1), 2 ** (elem.bits - 1) - 1) if elem.signed else
-                          (0, 2 ** elem.bits - 1))
-        (a0, a1), (b0, b1) = ranges
-        corners = [x * y for x in (a0, a1) for y in (b0, b1)]
-        low, high = (-2 ** (target.bits - 1), 2 ** (target.bits - 1) - 1) if target.signed \
-            else (0, 2 ** target.bits - 1)
-        return low <= min(corners) and max(corners) <= high
+            ranges.append(elem.values)
+        least, greatest = ctype.product_values(*ranges)
+        low, high = target.values
+        return low <= least and greatest <= high
 
     def _element_type(self, expr: c_ast.Node):
         while isinstance(expr, c_ast.Cast):

@@ -907,6 +907,16 @@ void f(int M, int N, int K, const float *A, const float *B, float *C, float *D)
 }}"""
 
 
+# a GEMM through an axpy helper (the near misses' helpers differ)
+_AXPY_CALLER = """
+void f(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++)
+            axpy(N, C + i * N, B + k * N, A[i * K + k]);
+}
+"""
+
 NEAR_MISSES = {
     "k bound depends on j": ("""
 void f(int n, const float *A, const float *B, float *C)
@@ -1340,12 +1350,7 @@ static void axpy(int n, float *y, const float *x, float v)
         y[t] += x[t] * v;
     calls = calls + 1;
 }
-void f(int M, int N, int K, const float *A, const float *B, float *C)
-{
-    for (int i = 0; i < M; i++)
-        for (int k = 0; k < K; k++)
-            axpy(N, C + i * N, B + k * N, A[i * K + k]);
-}""", "2 loops"),
+""" + _AXPY_CALLER, "2 loops"),
     "a void helper whose loop stops early": ("""
 static void axpy(int n, float *y, const float *x, float v)
 {
@@ -1355,12 +1360,7 @@ static void axpy(int n, float *y, const float *x, float v)
         y[t] += x[t] * v;
     }
 }
-void f(int M, int N, int K, const float *A, const float *B, float *C)
-{
-    for (int i = 0; i < M; i++)
-        for (int k = 0; k < K; k++)
-            axpy(N, C + i * N, B + k * N, A[i * K + k]);
-}""", "2 loops"),
+""" + _AXPY_CALLER, "2 loops"),
     "a void helper storing two results": ("""
 static void dot2(int n, float *s, float *t, const float *x, const float *y)
 {
