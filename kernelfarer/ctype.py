@@ -38,6 +38,12 @@ class Scalar:
         return 0, (1 << self.bits) - 1
 
     @property
+    def values_held(self) -> tuple[int, int]:
+        """The least and the greatest value an integer type holds in every compile: of plain
+        char, those both signednesses hold (0 .. 127)."""
+        return (0, 127) if self.spelling == "char" else self.values
+
+    @property
     def address_spelling(self) -> str:
         """The type generated code steps a pointer to such elements with (run-time checks of
         byte ranges): the type itself, but a bf16 as the 16 bits it is, since not every

@@ -61,9 +61,7 @@ def simplify_guards(guards: list[Guard], size_exprs: dict, order: tuple) -> list
 def bound_guards(nest: LoopNest) -> list[Guard]:
     guards = []
     for lp in nest.loops:
-        t = lp.var_type
-        low, high = (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.signed else \
-            (0, (1 << t.bits) - 1)
+        low, high = lp.var_type.values_held
         for value, why in lp.held:          # a counter narrower than int (nest.parse_loop)
             known = value.const_value()
             if known is None:

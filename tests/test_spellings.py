@@ -2432,6 +2432,15 @@ def test_unsigned_casts_of_sizes_are_checked(tmp_path):
     assert not first.replaced and "narrowing cast" in first.message(), first.message()
 
 
+def test_a_plain_char_counter_is_checked_in_the_range_of_either_signedness(tmp_path):
+    """A `char` counter is signed on x86 and unsigned on AArch64: the end it must hold is
+    checked in 0 .. 127, which it holds in both (M = 200 wraps a signed char)."""
+    src = tmp_path / "c.c"
+    src.write_text(NARROW_COUNTERS.replace("uint16_t i", "char i"))
+    result = rewrite_file(str(src), RewriteOptions(target="generic", verify=False))
+    assert "kf_in_range(((kf_index)(M)), 0, 127)) /* the end of 'i' fits char */" in result.text
+
+
 ARGUMENT_CONVERSIONS = """
 static float at_b(const float *p, _Bool t, int i) { return p[i + t]; }
 static float at_i(const float *p, int off, int i) { return p[off + i]; }
